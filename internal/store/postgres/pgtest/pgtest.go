@@ -1,0 +1,53 @@
+// Package pgtest gives tests a fresh PostgreSQL database on the server named
+// by SKIFF_TEST_POSTGRES_URL, and skips them when it is unset.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+)
+
+// EnvURL names the variable holding the test server's URL.
+const EnvURL = "SKIFF_TEST_POSTGRES_URL"
+
+// NewDatabase creates an empty database for this test, drops it when the
+// test ends, and returns its URL.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv(EnvURL)
+	if base == "" {
+		t.Skipf("PostgreSQL tests skipped: set %s (make test sets it up)", EnvURL)
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "skiff_t_" + strings.ToLower(rand.Text()[:12])
+	if _, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+name); err != nil {
+		admin.Close()
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		defer admin.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Logf("drop test database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(fmt.Errorf("%s: %w", EnvURL, err))
+	}
+	u.Path = "/" + name
+	return u.String()
+}

@@ -1,0 +1,91 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Project is a named, account-owned unit of code and its build settings.
+// JSON-valued fields are kept as raw JSON: the store does not interpret them.
+type Project struct {
+	ID             string
+	AccountID      string
+	Name           string
+	RemoteDir      string
+	Env            json.RawMessage // object of string values
+	SetupTimeoutS  int64
+	RuntimeKind    string
+	ImageRef       string // the user's optional declared reference (metadata only)
+	ImageDigest    string
+	Manifest       json.RawMessage
+	CachePolicy    json.RawMessage
+	RuntimeVersion int64
+	ContentHash    string // hash of the latest published upload
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// ProjectWriteParams carries every metadata field; create and update both
+// write all of them, the service merges partial updates beforehand.
+type ProjectWriteParams struct {
+	ID, AccountID  string
+	Name           string
+	RemoteDir      string
+	Env            json.RawMessage
+	SetupTimeoutS  int64
+	RuntimeKind    string
+	ImageRef       string
+	ImageDigest    string
+	Manifest       json.RawMessage
+	CachePolicy    json.RawMessage
+	RuntimeVersion int64
+	Now            time.Time
+}
+
+// KVEntry is one value of a project's shared state.
+type KVEntry struct {
+	ProjectID string
+	Key       string
+	Value     json.RawMessage
+	TTLS      *int64
+	ExpiresAt *time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+type KVPutParams struct {
+	ProjectID string
+	Key       string
+	Value     json.RawMessage
+	TTLS      *int64
+	ExpiresAt *time.Time
+	Now       time.Time
+}
+
+type KVListParams struct {
+	ProjectID string
+	Prefix    string
+	Limit     int
+	Now       time.Time // entries expired at Now are never returned
+}
+
+type ProjectStore interface {
+	ProjectCreate(ctx context.Context, p *ProjectWriteParams) (*Project, error)
+	// ProjectGetByName finds a project of one account; another account's
+	// project is not found.
+	ProjectGetByName(ctx context.Context, accountID, name string) (*Project, error)
+	ProjectGetByID(ctx context.Context, id string) (*Project, error)
+	ProjectList(ctx context.Context, accountID string) ([]*Project, error)
+	// ProjectUpdate rewrites the metadata of project p.ID.
+	ProjectUpdate(ctx context.Context, p *ProjectWriteParams) (*Project, error)
+	// ProjectSetContentHash records the revision now active.
+	ProjectSetContentHash(ctx context.Context, id, contentHash string, now time.Time) error
+	ProjectDelete(ctx context.Context, id string) error
+
+	KVPut(ctx context.Context, p *KVPutParams) (*KVEntry, error)
+	KVGet(ctx context.Context, projectID, key string, now time.Time) (*KVEntry, error)
+	KVList(ctx context.Context, p *KVListParams) ([]*KVEntry, error)
+	// KVDelete removes a key; deleting a missing or expired key is ErrNotFound.
+	KVDelete(ctx context.Context, projectID, key string, now time.Time) error
+}

@@ -1,0 +1,34 @@
+-- name: AccountCreate
+INSERT INTO accounts (id, name, created_at) VALUES ($1, $2, $3)
+RETURNING id, name, created_at;
+
+-- name: AccountGetByName
+SELECT id, name, created_at FROM accounts WHERE name = $1;
+
+-- name: AccountGetByID
+SELECT id, name, created_at FROM accounts WHERE id = $1;
+
+-- name: APIKeyCreate
+INSERT INTO api_keys (id, account_id, role, secret_hash, hint, created_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING id, account_id, role, secret_hash, hint, created_at, revoked_at;
+
+-- name: PrincipalGetByKeyHash
+SELECT k.id, k.account_id, k.role, k.secret_hash, k.hint, k.created_at, k.revoked_at,
+       a.id, a.name, a.created_at
+FROM api_keys k JOIN accounts a ON a.id = k.account_id
+WHERE k.secret_hash = $1 AND k.revoked_at IS NULL;
+
+-- name: LedgerEntryCreate
+INSERT INTO ledger_entries (id, account_id, entry_type, amount_micros, reference, description, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, account_id, entry_type, amount_micros, reference, description, created_at;
+
+-- name: BalanceGet
+-- $2 is "now": a quote past its expiry no longer counts as open even before
+-- a sweeper marks it expired.
+SELECT
+    (SELECT COALESCE(SUM(amount_micros), 0) FROM ledger_entries WHERE account_id = $1),
+    (SELECT COALESCE(SUM(amount_micros - captured_micros), 0) FROM holds WHERE account_id = $1 AND status = 'active'),
+    (SELECT COUNT(*) FROM holds WHERE account_id = $1 AND status = 'active'),
+    (SELECT COUNT(*) FROM quotes WHERE account_id = $1 AND status = 'open' AND expires_at > $2);

@@ -1,0 +1,2 @@
+-- SQLite-specific queries replace the common ones of the same name in
+-- store/sqldb/queries. None differ yet.

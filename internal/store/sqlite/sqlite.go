@@ -1,0 +1,77 @@
+// Package sqlite opens the embedded store: SQLite through the pure-Go
+// modernc driver (no cgo), in WAL mode.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/skiffhq/skiff/internal/store/sqldb"
+)
+
+//go:embed queries/*.sql migrations/*.sql
+var overrides embed.FS
+
+// Open opens (creating if needed) the database file at path.
+//
+// SQLite allows one writer at a time, so writes go through a pool of one
+// connection whose transactions start with BEGIN IMMEDIATE: writers queue in
+// Go instead of failing with SQLITE_BUSY on a lock upgrade. Reads use their
+// own pool and run concurrently under WAL.
+func Open(ctx context.Context, path string) (*sqldb.DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: create dir: %w", err)
+	}
+	dsn := func(extra string) string {
+		v := url.Values{}
+		v.Add("_pragma", "journal_mode(WAL)")
+		v.Add("_pragma", "busy_timeout(10000)")
+		v.Add("_pragma", "foreign_keys(1)")
+		v.Add("_pragma", "synchronous(NORMAL)")
+		if extra != "" {
+			v.Add("_txlock", extra)
+		}
+		return "file:" + path + "?" + v.Encode()
+	}
+	w, err := sql.Open("sqlite", dsn("immediate"))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	r, err := sql.Open("sqlite", dsn(""))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	r.SetMaxOpenConns(max(4, runtime.NumCPU()))
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	return sqldb.Open(sqldb.Engine{
+		Name:              "sqlite",
+		Write:             w,
+		Read:              r,
+		Overrides:         overrides,
+		IsUniqueViolation: isUniqueViolation,
+	})
+}
+
+func isUniqueViolation(err error) bool {
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}

@@ -36,7 +36,10 @@ type Error struct {
 	Message string
 	Action  string         // recommended_action
 	Details map[string]any // extra machine-readable context
-	Cause   error
+	// Fields are shown beside error at the top level of the envelope, for the
+	// answers whose shape the spec fixes (e.g. the 409 of a push).
+	Fields map[string]any
+	Cause  error
 }
 
 func (e *Error) Error() string {

@@ -1,0 +1,103 @@
+// Package auth issues API keys and resolves bearer tokens to principals.
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/fault"
+	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// Service issues keys and authenticates tokens.
+type Service struct {
+	store store.Store
+	clock clock.Clock
+}
+
+func New(s store.Store, c clock.Clock) *Service { return &Service{store: s, clock: c} }
+
+var accountNameRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._@-]{0,127}$`)
+
+// CreateKey makes a new API key for the named account, creating the account
+// when it does not exist yet. The returned secret is shown once.
+func (s *Service) CreateKey(ctx context.Context, accountName string, role store.Role) (secret string, acct *store.Account, err error) {
+	if !accountNameRe.MatchString(accountName) {
+		return "", nil, fault.Invalid("invalid_account_name", "Use 1-128 characters: letters, digits, '.', '_', '@', '-'.",
+			"account name %q is not valid", accountName)
+	}
+	if !role.Valid() {
+		return "", nil, fault.Invalid("invalid_role", "Use one of member, viewer, admin.", "role %q is not valid", role)
+	}
+	secret = id.Secret(id.APISecret)
+	now := s.clock.Now()
+	err = s.store.InTx(ctx, func(q store.Querier) error {
+		acct, err = accountGetOrCreate(ctx, q, accountName, now)
+		if err != nil {
+			return err
+		}
+		_, err = q.APIKeyCreate(ctx, &store.APIKeyCreateParams{
+			ID: id.New(id.APIKey), AccountID: acct.ID, Role: role,
+			SecretHash: id.Hash(secret), Hint: secret[:len(id.APISecret)+4], Now: now,
+		})
+		return err
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("create key: %w", err)
+	}
+	return secret, acct, nil
+}
+
+// AccountGetOrCreate returns the named account, creating it if needed.
+func (s *Service) AccountGetOrCreate(ctx context.Context, name string) (*store.Account, error) {
+	if !accountNameRe.MatchString(name) {
+		return nil, fault.Invalid("invalid_account_name", "Use 1-128 characters: letters, digits, '.', '_', '@', '-'.",
+			"account name %q is not valid", name)
+	}
+	var acct *store.Account
+	err := s.store.InTx(ctx, func(q store.Querier) (err error) {
+		acct, err = accountGetOrCreate(ctx, q, name, s.clock.Now())
+		return err
+	})
+	return acct, err
+}
+
+func accountGetOrCreate(ctx context.Context, q store.Querier, name string, now time.Time) (*store.Account, error) {
+	a, err := q.AccountGetByName(ctx, name)
+	if err == nil {
+		return a, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	return q.AccountCreate(ctx, &store.AccountCreateParams{ID: id.New(id.Account), Name: name, Now: now})
+}
+
+// Authenticate resolves an Authorization header value to a principal.
+func (s *Service) Authenticate(ctx context.Context, header string) (*store.Principal, error) {
+	if header == "" {
+		return nil, fault.Unauthenticated("missing credentials")
+	}
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return nil, fault.Unauthenticated("the Authorization header must be 'Bearer <token>'")
+	}
+	token = strings.TrimSpace(token)
+	if !strings.HasPrefix(token, id.APISecret) && !strings.HasPrefix(token, id.Session) {
+		return nil, fault.Unauthenticated("invalid credentials")
+	}
+	p, err := s.store.PrincipalGetByKeyHash(ctx, id.Hash(token))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fault.Unauthenticated("invalid credentials")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("authenticate: %w", err)
+	}
+	return p, nil
+}

@@ -1,0 +1,138 @@
+// Package cli is the skiff command line: the server, operator commands and
+// client commands. cmd/skiff/main.go only calls Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Version is set at build time with -ldflags "-X ...cli.Version=...".
+var Version = "dev"
+
+// env is the process environment and standard streams, injected so tests
+// can run commands in-process.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"server", "run the controller with its local host (and 'server migrate')", runServer},
+		{"admin", "operator commands on the store: create-key, grant-credit", runAdmin},
+		{"version", "print the version", func(_ context.Context, e *env, _ []string) error {
+			fmt.Fprintln(e.stdout, Version)
+			return nil
+		}},
+	}
+}
+
+// Main runs the command line and returns the exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return e.main(ctx, args)
+}
+
+func (e *env) main(ctx context.Context, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		e.usage()
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			err := c.run(ctx, e, args[1:])
+			switch {
+			case err == nil:
+				return 0
+			case errors.Is(err, flag.ErrHelp):
+				return 0
+			case errors.Is(err, errUsage):
+				return 2
+			}
+			fmt.Fprintf(e.stderr, "skiff %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(e.stderr, "skiff: unknown command %q\n\n", args[0])
+	e.usage()
+	return 2
+}
+
+func (e *env) usage() {
+	fmt.Fprintf(e.stderr, `skiff: a self-hostable compute job service.
+
+Usage:
+  skiff <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(e.stderr, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(e.stderr, "\nRun 'skiff <command> --help' for the flags of a command.\n")
+}
+
+// errUsage means the usage was already printed.
+var errUsage = errors.New("usage")
+
+// newFlags makes a flag set whose usage names the command and lists each
+// flag with its environment twin.
+func (e *env) newFlags(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: skiff %s\n\n%s\n\nFlags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args, then fills every flag not given on the command line
+// from its environment twin SKIFF_<FLAG_NAME>.
+func (e *env) parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		if v := e.getenv(envName(f.Name)); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Sprintf("%s=%q: %v", envName(f.Name), v, err))
+			}
+		}
+	})
+	if len(errs) > 0 {
+		sort.Strings(errs)
+		return fmt.Errorf("bad environment: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// envName is a flag's environment twin: --data-dir is SKIFF_DATA_DIR.
+func envName(flagName string) string {
+	return "SKIFF_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}

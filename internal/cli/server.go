@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/auth"
+	"github.com/skiffhq/skiff/internal/billing"
+	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/httpapi"
+	"github.com/skiffhq/skiff/internal/project"
+)
+
+// serverFlags configure the controller.
+type serverFlags struct {
+	storeFlags
+	listen       string
+	drainTimeout time.Duration
+	logLevel     string
+}
+
+func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
+	fs := e.newFlags(name, synopsis)
+	f.storeFlags.register(fs)
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the API on (env SKIFF_LISTEN)")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", 20*time.Second, "how long shutdown waits for in-flight requests (env SKIFF_DRAIN_TIMEOUT)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (env SKIFF_LOG_LEVEL)")
+	return fs
+}
+
+func runServer(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && args[0] == "migrate" {
+		return runMigrate(ctx, e, args[1:])
+	}
+	var f serverFlags
+	fs := f.register(e, "server [flags] | server migrate [flags]",
+		"Runs the controller (HTTP API, builder, scheduler, billing) and a local host that runs\n"+
+			"tasks on this machine in gVisor. The embedded default keeps everything under --data-dir\n"+
+			"(SQLite); --database-url switches the store to PostgreSQL. Logs are JSON on stderr.\n"+
+			"SIGTERM or SIGINT: stop accepting, finish in-flight requests, close the store, exit 0.\n\n"+
+			"'skiff server migrate' applies the database migrations and exits.")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(e, f.logLevel)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	start := time.Now()
+	db, err := f.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			log.Error("close store", "err", err)
+		}
+	}()
+	clk := clock.System{}
+	authSvc := auth.New(db, clk)
+	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log})
+	api := httpapi.New(httpapi.Config{
+		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: billing.New(db, clk),
+		Projects: projects, Version: Version,
+	})
+
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	api.SetCoreStarted(true)
+	log.Info("skiff server started", "listen", ln.Addr().String(), "store", db.Engine(), "data_dir", f.dataDir,
+		"version", Version, "startup_ms", time.Since(start).Milliseconds())
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "drain_timeout", f.drainTimeout.String())
+	api.SetDraining(true)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("drain incomplete; closing remaining connections", "err", err)
+		_ = srv.Close()
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func runMigrate(ctx context.Context, e *env, args []string) error {
+	var sf storeFlags
+	fs := e.newFlags("server migrate [flags]", "Applies the embedded database migrations and exits.")
+	sf.register(fs)
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	db, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "migrated %s store\n", db.Engine())
+	return db.Close()
+}
+
+func newLogger(e *env, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: l})), nil
+}

@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/skiffhq/skiff/internal/fault"
+)
+
+// MaxJSONBody bounds every JSON request body.
+const MaxJSONBody = 1 << 20
+
+// decodeJSON reads a JSON object body into v. Unknown fields are ignored
+// (clients must tolerate additive changes both ways). It also returns the
+// object's raw fields, so handlers can refuse fields they must not accept.
+// An empty body decodes as {} when optional is true.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any, optional bool) (map[string]json.RawMessage, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxJSONBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, fault.New(fault.KindTooLarge, "body_too_large", "Send a body of at most 1 MiB.",
+				"request body is larger than %d bytes", MaxJSONBody)
+		}
+		return nil, fault.New(fault.KindBadRequest, "unreadable_body", "Resend the request.", "could not read the request body")
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		if optional {
+			body = []byte("{}")
+		} else {
+			return nil, fault.New(fault.KindBadRequest, "empty_body", "Send a JSON object body.", "request body is empty")
+		}
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) || !json.Valid(body) {
+			return nil, fault.New(fault.KindBadRequest, "malformed_json", "Send a valid JSON object.",
+				"request body is not valid JSON")
+		}
+		return nil, fault.Invalid("not_an_object", "Send a JSON object.", "request body must be a JSON object")
+	}
+	if raw == nil {
+		return nil, fault.Invalid("not_an_object", "Send a JSON object.", "request body must be a JSON object")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fault.Invalid("wrong_type", "Send each field with the type the API documents.",
+				"field %s must be %s, not %s", te.Field, jsonType(te.Type.String()), te.Value).
+				With("field", te.Field)
+		}
+		return nil, fault.Invalid("invalid_body", "Send a JSON object as documented.", "invalid request body: %v", err)
+	}
+	return raw, nil
+}
+
+func jsonType(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "*int"):
+		return "an integer"
+	case strings.Contains(goType, "string") && strings.HasPrefix(goType, "map"):
+		return "an object of strings"
+	case strings.Contains(goType, "string"):
+		return "a string"
+	case strings.Contains(goType, "bool"):
+		return "a boolean"
+	case strings.HasPrefix(goType, "map"), strings.Contains(goType, "struct"):
+		return "an object"
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	}
+	return fmt.Sprintf("of type %s", goType)
+}

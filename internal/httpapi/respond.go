@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/fault"
+)
+
+// statusOf is the one place where error kinds become status codes.
+func statusOf(k fault.Kind) int {
+	switch k {
+	case fault.KindInvalid:
+		return http.StatusUnprocessableEntity
+	case fault.KindBadRequest:
+		return http.StatusBadRequest
+	case fault.KindUnauthenticated:
+		return http.StatusUnauthorized
+	case fault.KindPaymentRequired:
+		return http.StatusPaymentRequired
+	case fault.KindForbidden:
+		return http.StatusForbidden
+	case fault.KindNotFound:
+		return http.StatusNotFound
+	case fault.KindMethod:
+		return http.StatusMethodNotAllowed
+	case fault.KindConflict:
+		return http.StatusConflict
+	case fault.KindGone:
+		return http.StatusGone
+	case fault.KindTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case fault.KindRateLimited:
+		return http.StatusTooManyRequests
+	case fault.KindUnavailable:
+		return http.StatusServiceUnavailable
+	case fault.KindQuotaExceeded:
+		return http.StatusInsufficientStorage
+	}
+	return http.StatusInternalServerError
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// writeError answers with the envelope. Internal causes are logged with the
+// request id and never shown.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	fe, ok := fault.As(err)
+	if !ok {
+		fe = fault.Internal(err)
+	}
+	status := statusOf(fe.Kind)
+	rid := requestID(r.Context())
+	if status >= 500 {
+		log.ErrorContext(r.Context(), "request failed", "request_id", rid, "method", r.Method, "path", r.URL.Path,
+			"status", status, "err", err)
+	}
+	body := apiv1.Error{Error: fe.Message, Code: fe.Code, RecommendedAction: fe.Action, Details: fe.Details, RequestID: rid}
+	if len(fe.Fields) == 0 {
+		writeJSON(w, status, body)
+		return
+	}
+	m := map[string]any{}
+	for k, v := range fe.Fields {
+		m[k] = v
+	}
+	m["error"], m["code"], m["request_id"] = body.Error, body.Code, rid
+	if body.RecommendedAction != "" {
+		m["recommended_action"] = body.RecommendedAction
+	}
+	if len(body.Details) > 0 {
+		m["details"] = body.Details
+	}
+	writeJSON(w, status, m)
+}

@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/skiffhq/skiff/internal/fault"
+)
+
+// route is one operation of the API. The table below is the only place
+// routes are declared; the OpenAPI test holds it to openapi/openapi.json.
+type route struct {
+	method  string
+	pattern string // net/http pattern; {name...} captures the rest
+	access  access
+	handler handlerFunc
+}
+
+// Route describes a route for tests and docs.
+type Route struct{ Method, Pattern string }
+
+// Routes lists the route table.
+func (s *Server) Routes() []Route {
+	var out []Route
+	for _, rt := range s.routes() {
+		out = append(out, Route{rt.method, rt.pattern})
+	}
+	return out
+}
+
+func (s *Server) routes() []route {
+	return []route{
+		// Discovery and ops (no auth).
+		{"GET", "/health", public, s.health},
+		{"GET", "/live", public, s.health},
+		{"GET", "/ready", public, s.ready},
+		{"GET", "/openapi.json", public, s.openAPI},
+
+		// Auth.
+		{"POST", "/api/v1/auth/register", public, s.register},
+
+		// Account and billing.
+		{"GET", "/api/v1/account/balance", readOnly, s.balance},
+
+		// Projects.
+		{"POST", "/api/v1/projects", write, s.projectCreate},
+		{"GET", "/api/v1/projects", readOnly, s.projectList},
+		{"GET", "/api/v1/projects/{name}", readOnly, s.projectGet},
+		{"PUT", "/api/v1/projects/{name}", write, s.projectUpdate},
+		{"DELETE", "/api/v1/projects/{name}", write, s.projectDelete},
+		{"GET", "/api/v1/projects/{name}/status", readOnly, s.projectStatus},
+		{"GET", "/api/v1/projects/{name}/status/details", readOnly, s.projectStatusDetails},
+		{"GET", "/api/v1/projects/{name}/kv", readOnly, s.kvList},
+		{"PUT", "/api/v1/projects/{name}/kv/{key...}", write, s.kvPut},
+		{"GET", "/api/v1/projects/{name}/kv/{key...}", readOnly, s.kvGet},
+		{"DELETE", "/api/v1/projects/{name}/kv/{key...}", write, s.kvDelete},
+	}
+}
+
+// mux builds the ServeMux: each route, a 405 envelope for known paths with
+// another method, and a 404 envelope for everything else. GET patterns also
+// answer HEAD (net/http does that and drops the body).
+func (s *Server) mux() *http.ServeMux {
+	mux := http.NewServeMux()
+	methods := map[string][]string{}
+	var paths []string
+	for _, rt := range s.routes() {
+		h := s.adapt(s.authorize(rt.access, rt.handler))
+		mux.Handle(rt.method+" "+rt.pattern, h)
+		if _, seen := methods[rt.pattern]; !seen {
+			paths = append(paths, rt.pattern)
+		}
+		methods[rt.pattern] = append(methods[rt.pattern], rt.method)
+		if rt.method == "GET" {
+			methods[rt.pattern] = append(methods[rt.pattern], "HEAD")
+		}
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		mux.Handle(p, s.methodNotAllowed(methods[p]))
+	}
+	mux.Handle("/", s.adapt(func(w http.ResponseWriter, r *http.Request) error {
+		return fault.New(fault.KindNotFound, "route_not_found", "See /openapi.json for the endpoints that exist.",
+			"no endpoint %s %s", r.Method, strings.TrimSpace(r.URL.Path))
+	}))
+	return mux
+}

@@ -1,0 +1,204 @@
+// Package project owns projects: their metadata, shared state, readiness and
+// (in push.go) the uploads of their code.
+package project
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/fault"
+	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// ActiveJobCounter tells how many queued or running jobs a project has;
+// the job service implements it. Nil means no jobs exist yet.
+type ActiveJobCounter interface {
+	ProjectActiveJobCount(ctx context.Context, projectID string) (int, error)
+}
+
+// Service manages projects.
+type Service struct {
+	store    store.Store
+	clock    clock.Clock
+	log      *slog.Logger
+	jobs     ActiveJobCounter
+	runtimes RuntimeCounter
+	// onDelete hooks remove what a deleted project kept outside the store
+	// (uploaded tarballs, build contexts).
+	onDelete []func(*store.Project)
+}
+
+// Config wires a Service.
+type Config struct {
+	Store  store.Store
+	Clock  clock.Clock
+	Logger *slog.Logger
+	Jobs   ActiveJobCounter
+}
+
+func New(cfg Config) *Service {
+	return &Service{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, jobs: cfg.Jobs}
+}
+
+// SetJobs connects the job service once it exists (it needs projects too).
+func (s *Service) SetJobs(j ActiveJobCounter) { s.jobs = j }
+
+// SetRuntimes connects the fleet's view of prepared runtimes.
+func (s *Service) SetRuntimes(r RuntimeCounter) { s.runtimes = r }
+
+// Get finds a project of the account; another account's project is not found.
+func (s *Service) Get(ctx context.Context, accountID, name string) (*store.Project, error) {
+	if !ValidName(name) {
+		return nil, fault.NotFound("project", name)
+	}
+	p, err := s.store.ProjectGetByName(ctx, accountID, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fault.NotFound("project", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get project: %w", err)
+	}
+	return p, nil
+}
+
+// Create validates and stores a new project.
+func (s *Service) Create(ctx context.Context, accountID string, w *apiv1.ProjectWrite, sent map[string]json.RawMessage) (*store.Project, error) {
+	if err := validate(w, true, sent); err != nil {
+		return nil, err
+	}
+	params := &store.ProjectWriteParams{
+		ID: id.New(id.Project), AccountID: accountID, Name: *w.Name,
+		SetupTimeoutS: DefaultSetupTimeoutS, RuntimeKind: "oci", RuntimeVersion: 1, Now: s.clock.Now(),
+	}
+	merge(params, w)
+	p, err := s.store.ProjectCreate(ctx, params)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, fault.Conflict("project_exists", "Choose another name, or update the existing project with PUT.",
+			"project %q already exists", *w.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create project: %w", err)
+	}
+	return p, nil
+}
+
+// Update changes metadata; code only changes through a push.
+func (s *Service) Update(ctx context.Context, accountID, name string, w *apiv1.ProjectWrite, sent map[string]json.RawMessage) (*store.Project, error) {
+	p, err := s.Get(ctx, accountID, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := validate(w, false, sent); err != nil {
+		return nil, err
+	}
+	if w.Name != nil && *w.Name != p.Name {
+		return nil, fault.Invalid("rename_unsupported", "Create a new project with the new name and push to it.",
+			"a project cannot be renamed")
+	}
+	params := &store.ProjectWriteParams{
+		ID: p.ID, AccountID: accountID, Name: p.Name, RemoteDir: p.RemoteDir, Env: p.Env,
+		SetupTimeoutS: p.SetupTimeoutS, RuntimeKind: p.RuntimeKind, ImageRef: p.ImageRef, ImageDigest: p.ImageDigest,
+		Manifest: p.Manifest, CachePolicy: p.CachePolicy, RuntimeVersion: p.RuntimeVersion, Now: s.clock.Now(),
+	}
+	merge(params, w)
+	up, err := s.store.ProjectUpdate(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("update project: %w", err)
+	}
+	return up, nil
+}
+
+func merge(dst *store.ProjectWriteParams, w *apiv1.ProjectWrite) {
+	if w.RemoteDir != nil {
+		dst.RemoteDir = *w.RemoteDir
+	}
+	if w.Env != nil {
+		dst.Env, _ = json.Marshal(w.Env)
+	}
+	if w.SetupTimeoutS != nil {
+		dst.SetupTimeoutS = *w.SetupTimeoutS
+	}
+	if w.RuntimeKind != nil {
+		dst.RuntimeKind = *w.RuntimeKind
+	}
+	if w.ImageRef != nil {
+		dst.ImageRef = *w.ImageRef
+	}
+	if w.ImageDigest != nil {
+		dst.ImageDigest = *w.ImageDigest
+	}
+	if w.Manifest != nil {
+		dst.Manifest = w.Manifest
+	}
+	if w.CachePolicy != nil {
+		dst.CachePolicy = w.CachePolicy
+	}
+	if w.RuntimeVersion != nil {
+		dst.RuntimeVersion = *w.RuntimeVersion
+	}
+}
+
+// List returns the account's projects.
+func (s *Service) List(ctx context.Context, accountID string) ([]*store.Project, error) {
+	ps, err := s.store.ProjectList(ctx, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("list projects: %w", err)
+	}
+	return ps, nil
+}
+
+// Delete removes a project, its shared state and its uploads, unless jobs
+// are still queued or running against it.
+func (s *Service) Delete(ctx context.Context, accountID, name string) error {
+	p, err := s.Get(ctx, accountID, name)
+	if err != nil {
+		return err
+	}
+	if s.jobs != nil {
+		n, err := s.jobs.ProjectActiveJobCount(ctx, p.ID)
+		if err != nil {
+			return fmt.Errorf("count active jobs: %w", err)
+		}
+		if n > 0 {
+			return fault.Conflict("project_has_active_jobs",
+				"Wait for the jobs to end, or cancel them with PUT /api/v1/projects/{name}/cancel-queued and PUT /api/v1/jobs/{id}/cancel.",
+				"project %q has %d queued or running jobs", name, n).With("active_jobs", n)
+		}
+	}
+	if active, err := s.store.PushActive(ctx, p.ID); err == nil {
+		return fault.Conflict("push_in_progress", "Wait for the build to finish, then delete.",
+			"project %q has a build in progress", name).With("active_push", active.ID)
+	}
+	if err := s.store.ProjectDelete(ctx, p.ID); err != nil {
+		return fmt.Errorf("delete project: %w", err)
+	}
+	for _, hook := range s.onDelete {
+		hook(p)
+	}
+	return nil
+}
+
+// View renders a project for the API.
+func View(p *store.Project) *apiv1.Project {
+	v := &apiv1.Project{
+		Name: p.Name, RemoteDir: p.RemoteDir, SetupTimeoutS: p.SetupTimeoutS, RuntimeKind: p.RuntimeKind,
+		Manifest: p.Manifest, CachePolicy: p.CachePolicy, RuntimeVersion: p.RuntimeVersion,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Env: map[string]string{},
+		ImageRef: optString(p.ImageRef), ImageDigest: optString(p.ImageDigest), ContentHash: optString(p.ContentHash),
+	}
+	_ = json.Unmarshal(p.Env, &v.Env)
+	return v
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,40 @@
+# Skiff: `make run` starts the server on the embedded default (SQLite, local
+# gVisor host); `make test` runs every test. Both go through `make setup`,
+# which installs what is missing and does nothing when all is present.
+
+GO        ?= go
+BIN       := bin/skiff
+VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/skiffhq/skiff/internal/cli.Version=$(VERSION)
+export CGO_ENABLED := 0
+
+.PHONY: setup build run test test-short bench vet clean
+
+setup:
+	@bash scripts/setup.sh
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/skiff
+
+run: setup build
+	./$(BIN) server
+
+# The PostgreSQL half of the store and API suites runs against a private
+# throwaway cluster that this target starts and stops.
+test: setup
+	$(GO) vet ./...
+	@url=$$(bash scripts/test-postgres.sh start) && \
+	  trap 'bash scripts/test-postgres.sh stop' EXIT && \
+	  SKIFF_TEST_POSTGRES_URL=$$url $(GO) test -count=1 -timeout 30m ./...
+
+test-short:
+	$(GO) test -short ./...
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

@@ -38,4 +38,6 @@ type Querier interface {
 	AccountStore
 	ProjectStore
 	PushStore
+	RuntimeStore
+	QuoteStore
 }

@@ -36,6 +36,8 @@ func Run(t *testing.T, newStore Factory) {
 		"PushGuardedUpdates": testPushGuardedUpdates,
 		"TxRollback":         testTxRollback,
 		"ConcurrentWrites":   testConcurrentWrites,
+		"RuntimePreps":       testRuntimePreps,
+		"Quotes":             testQuotes,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
+	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/project"
@@ -25,6 +26,16 @@ type serverFlags struct {
 	listen       string
 	drainTimeout time.Duration
 	logLevel     string
+	build        buildFlags
+}
+
+// buildFlags configure the image builder.
+type buildFlags struct {
+	runsc      string
+	isolation  string
+	network    string
+	memory     string
+	allowBases string
 }
 
 func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
@@ -33,6 +44,11 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the API on (env SKIFF_LISTEN)")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 20*time.Second, "how long shutdown waits for in-flight requests (env SKIFF_DRAIN_TIMEOUT)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (env SKIFF_LOG_LEVEL)")
+	fs.StringVar(&f.build.runsc, "runsc", build.DefaultRunscPath, "current gVisor runsc used for build RUN steps and tasks (env SKIFF_RUNSC)")
+	fs.StringVar(&f.build.isolation, "build-isolation", build.IsolationOCI, "isolation of build RUN steps: oci (gVisor) or chroot (NOT a sandbox; trusted development only) (env SKIFF_BUILD_ISOLATION)")
+	fs.StringVar(&f.build.network, "build-network", "", "network of build RUN steps: private (default: NAT, no route to host services), none, or host (trusted builds only) (env SKIFF_BUILD_NETWORK)")
+	fs.StringVar(&f.build.memory, "build-memory", "2g", "memory limit of each build RUN step (env SKIFF_BUILD_MEMORY)")
+	fs.StringVar(&f.build.allowBases, "build-allow-base", "", "comma-separated base images a Dockerfile may use besides scratch, e.g. 'localhost/debian:bookworm,docker.io/library/*' (env SKIFF_BUILD_ALLOW_BASE)")
 	return fs
 }
 
@@ -69,11 +85,18 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}()
 	clk := clock.System{}
 	authSvc := auth.New(db, clk)
-	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log})
+	bill := billing.New(db, clk)
+	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir})
+	defer projects.Close()
 	api := httpapi.New(httpapi.Config{
-		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: billing.New(db, clk),
+		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
 		Projects: projects, Version: Version,
 	})
+	core, err := startCore(ctx, log, &f, projects, bill)
+	if err != nil {
+		return err
+	}
+	defer core.stop()
 
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/clock"
@@ -24,14 +25,21 @@ type ActiveJobCounter interface {
 
 // Service manages projects.
 type Service struct {
-	store    store.Store
-	clock    clock.Clock
-	log      *slog.Logger
-	jobs     ActiveJobCounter
-	runtimes RuntimeCounter
-	// onDelete hooks remove what a deleted project kept outside the store
-	// (uploaded tarballs, build contexts).
-	onDelete []func(*store.Project)
+	store   store.Store
+	clock   clock.Clock
+	log     *slog.Logger
+	dataDir string
+	jobs    ActiveJobCounter
+
+	mu       sync.Mutex
+	builds   *builds // set once RunBuilds runs
+	preparer Preparer
+	floor    FloorChecker
+
+	// Background work (runtime preparation) lives until Close.
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // Config wires a Service.
@@ -40,17 +48,18 @@ type Config struct {
 	Clock  clock.Clock
 	Logger *slog.Logger
 	Jobs   ActiveJobCounter
+	// DataDir holds push uploads and build contexts (under pushes/).
+	DataDir string
 }
 
 func New(cfg Config) *Service {
-	return &Service{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, jobs: cfg.Jobs}
+	bg, cancel := context.WithCancel(context.Background())
+	return &Service{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, jobs: cfg.Jobs, dataDir: cfg.DataDir,
+		bgCtx: bg, bgCancel: cancel}
 }
 
 // SetJobs connects the job service once it exists (it needs projects too).
 func (s *Service) SetJobs(j ActiveJobCounter) { s.jobs = j }
-
-// SetRuntimes connects the fleet's view of prepared runtimes.
-func (s *Service) SetRuntimes(r RuntimeCounter) { s.runtimes = r }
 
 // Get finds a project of the account; another account's project is not found.
 func (s *Service) Get(ctx context.Context, accountID, name string) (*store.Project, error) {
@@ -177,9 +186,6 @@ func (s *Service) Delete(ctx context.Context, accountID, name string) error {
 	}
 	if err := s.store.ProjectDelete(ctx, p.ID); err != nil {
 		return fmt.Errorf("delete project: %w", err)
-	}
-	for _, hook := range s.onDelete {
-		hook(p)
 	}
 	return nil
 }

@@ -128,12 +128,6 @@ func availability(rc RuntimeCounts) string {
 	return "mixed"
 }
 
-// RuntimeCounter reports how far hosts have prepared a revision; the fleet
-// implements it. Nil means no host has prepared anything.
-type RuntimeCounter interface {
-	RuntimeCounts(ctx context.Context, projectID, contentHash string) (RuntimeCounts, error)
-}
-
 // JobCounter reports a project's queue; the job service implements it.
 type JobCounter interface {
 	ProjectJobCounts(ctx context.Context, projectID string) (JobCounts, error)
@@ -149,8 +143,8 @@ func (s *Service) Readiness(ctx context.Context, p *store.Project) (*apiv1.Readi
 	if in.Published, err = s.store.PushLatestPublished(ctx, p.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("readiness: %w", err)
 	}
-	if in.Published != nil && s.runtimes != nil {
-		if in.Runtime, err = s.runtimes.RuntimeCounts(ctx, p.ID, in.Published.ContentHash); err != nil {
+	if in.Published != nil {
+		if in.Runtime, err = s.runtimeCounts(ctx, p.ID, in.Published.ContentHash); err != nil {
 			return nil, fmt.Errorf("readiness: %w", err)
 		}
 	}

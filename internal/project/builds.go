@@ -1,0 +1,278 @@
+package project
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/project/manifest"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// ImageBuilder builds a project's image from its extracted context. The
+// build package implements it (through a small adapter in the composition
+// root); tests may use a fake.
+type ImageBuilder interface {
+	Build(ctx context.Context, req BuildRequest) (*BuildResult, error)
+}
+
+// BuildRequest is one build of one push.
+type BuildRequest struct {
+	PushID              string
+	ContextDir          string // the build context (the tarball root or its build.context)
+	Dockerfile          string // absolute path of the Dockerfile
+	BuildArgs           map[string]string
+	Target              string
+	Tag                 string
+	Timeout             time.Duration
+	ValidateExecutables []string
+	ValidateFiles       []string
+	Log                 io.Writer // the build's output, streamed
+}
+
+// BuildResult is a published image.
+type BuildResult struct {
+	ImageRef    string
+	ImageDigest string
+}
+
+// UserBuildError is a build that failed because of the project (a failing
+// RUN step, a timeout, a validation miss), as opposed to the platform.
+type UserBuildError struct {
+	Message    string
+	NextAction string
+}
+
+func (e *UserBuildError) Error() string { return e.Message }
+
+// MaxBuildStarts bounds how often one push is started: a build that keeps
+// crashing the server is failed instead of retried forever.
+const MaxBuildStarts = 3
+
+// LogTailBytes bounds the stored log tail of a build.
+const LogTailBytes = 16 << 10
+
+// builds runs queued pushes through the builder, one at a time, and resumes
+// what a previous run left unfinished.
+type builds struct {
+	svc     *Service
+	builder ImageBuilder
+	wakeCh  chan struct{}
+}
+
+func (b *builds) wake() {
+	select {
+	case b.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// RunBuilds serves the build queue until ctx ends. Call it once, in its own
+// goroutine; pushes made before it runs wait in the store.
+func (s *Service) RunBuilds(ctx context.Context, builder ImageBuilder) error {
+	b := &builds{svc: s, builder: builder, wakeCh: make(chan struct{}, 1)}
+	s.mu.Lock()
+	s.builds = b
+	s.mu.Unlock()
+	if err := b.recover(ctx); err != nil {
+		return err
+	}
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		if err := b.drain(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("build queue", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-b.wakeCh:
+		case <-tick.C:
+		}
+	}
+}
+
+// recover handles builds a crash or restart interrupted: each is queued
+// again, unless it was already started MaxBuildStarts times.
+func (b *builds) recover(ctx context.Context) error {
+	pushes, err := b.svc.store.PushListUnfinished(ctx)
+	if err != nil {
+		return fmt.Errorf("list unfinished pushes: %w", err)
+	}
+	now := b.svc.clock.Now()
+	for _, pu := range pushes {
+		if pu.Status != store.PushBuilding {
+			continue
+		}
+		if pu.Attempts >= MaxBuildStarts {
+			b.finishFailed(ctx, pu, fmt.Sprintf("the build was interrupted by a server restart %d times", pu.Attempts),
+				"Push again; if builds keep being interrupted, check the server's memory and logs.", pu.LogTail)
+			continue
+		}
+		if err := b.svc.store.PushRequeue(ctx, pu.ID, now); err != nil && !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("requeue push %s: %w", pu.ID, err)
+		}
+		b.svc.log.Info("build resumed after restart", "push", pu.ID, "starts", pu.Attempts)
+	}
+	return nil
+}
+
+func (b *builds) drain(ctx context.Context) error {
+	for ctx.Err() == nil {
+		pushes, err := b.svc.store.PushListUnfinished(ctx)
+		if err != nil {
+			return err
+		}
+		var next *store.Push
+		for _, pu := range pushes {
+			if pu.Status == store.PushQueued {
+				next = pu
+				break
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		b.run(ctx, next)
+	}
+	return nil
+}
+
+func (b *builds) run(ctx context.Context, queued *store.Push) {
+	s := b.svc
+	pu, err := s.store.PushStart(ctx, queued.ID, s.clock.Now())
+	if err != nil {
+		return // another controller took it, or it ended meanwhile
+	}
+	p, err := s.store.ProjectGetByID(ctx, pu.ProjectID)
+	if err != nil {
+		b.finishFailed(ctx, pu, "the project was deleted during the build", "", "")
+		return
+	}
+	var m manifest.Manifest
+	if err := json.Unmarshal(pu.Manifest, &m); err != nil {
+		b.finishFailed(ctx, pu, "stored manifest unreadable: "+err.Error(), "Push again.", "")
+		return
+	}
+	tail := newTailWriter(LogTailBytes)
+	stopFlush := b.flushTail(ctx, pu.ID, tail)
+	start := time.Now()
+	res, err := b.builder.Build(ctx, BuildRequest{
+		PushID: pu.ID, ContextDir: filepath.Join(pu.ContextDir, m.Build.Context),
+		Dockerfile: filepath.Join(pu.ContextDir, m.Build.Dockerfile), BuildArgs: m.Build.Args, Target: m.Build.Target,
+		Tag: p.ID + "-" + pu.ID, Timeout: time.Duration(p.SetupTimeoutS) * time.Second,
+		ValidateExecutables: m.Validation.Executables, ValidateFiles: m.Validation.Files, Log: tail,
+	})
+	stopFlush()
+	log := s.log.With("push", pu.ID, "project", p.ID, "duration_ms", time.Since(start).Milliseconds())
+	switch {
+	case err == nil:
+		now := s.clock.Now()
+		err = s.store.InTx(ctx, func(q store.Querier) error {
+			if _, err := q.PushFinish(ctx, &store.PushFinishParams{ID: pu.ID, Status: store.PushPublished,
+				ImageRef: res.ImageRef, ImageDigest: res.ImageDigest, LogTail: tail.String(), Now: now}); err != nil {
+				return err
+			}
+			return q.ProjectSetContentHash(ctx, p.ID, pu.ContentHash, now)
+		})
+		if err != nil {
+			log.Error("record published build", "err", err)
+			return
+		}
+		log.Info("build published", "image_digest", res.ImageDigest)
+		s.removeContext(pu)
+	case ctx.Err() != nil:
+		// Shutdown: leave it building; the next start requeues it.
+		log.Info("build interrupted by shutdown; it resumes at the next start")
+	default:
+		var ue *UserBuildError
+		if errors.As(err, &ue) {
+			log.Info("build failed", "reason", ue.Message)
+			b.finishFailed(ctx, pu, ue.Message, ue.NextAction, tail.String())
+			return
+		}
+		log.Error("build failed on the platform side", "err", err)
+		b.finishFailed(ctx, pu, "the build failed on the platform side; this was not caused by your project",
+			"Push again in a few minutes; if it keeps failing, report it with push_ref "+pu.ID+".", tail.String())
+	}
+}
+
+func (b *builds) finishFailed(ctx context.Context, pu *store.Push, msg, next, logTail string) {
+	if next == "" {
+		next = "Fix the Dockerfile or " + ManifestFile + ", then push again."
+	}
+	if _, err := b.svc.store.PushFinish(ctx, &store.PushFinishParams{ID: pu.ID, Status: store.PushFailed,
+		Error: msg, NextAction: next, LogTail: logTail, Now: b.svc.clock.Now()}); err != nil && !errors.Is(err, store.ErrConflict) {
+		b.svc.log.Error("record failed build", "push", pu.ID, "err", err)
+	}
+	b.svc.removeContext(pu)
+}
+
+// flushTail stores the running build's log tail every two seconds, so the
+// push record shows progress.
+func (b *builds) flushTail(ctx context.Context, pushID string, tail *tailWriter) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		last := ""
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if cur := tail.String(); cur != last {
+					last = cur
+					_ = b.svc.store.PushSetLogTail(ctx, pushID, cur, b.svc.clock.Now())
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func (s *Service) removeContext(pu *store.Push) {
+	if pu.ContextDir == "" {
+		return
+	}
+	// The context dir is <data>/pushes/<id>/context; remove the push dir.
+	if err := os.RemoveAll(filepath.Dir(pu.ContextDir)); err != nil {
+		s.log.Warn("remove build context", "push", pu.ID, "err", err)
+	}
+}
+
+// tailWriter keeps the last n bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	n   int
+	buf []byte
+}
+
+func newTailWriter(n int) *tailWriter { return &tailWriter{n: n} }
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.n; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

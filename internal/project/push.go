@@ -1,0 +1,266 @@
+package project
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/fault"
+	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/project/manifest"
+	"github.com/skiffhq/skiff/internal/project/tarball"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// MaxPushBytes is the largest push body (spec 8: 100 MB raw gzip).
+const MaxPushBytes = 100 * 1000 * 1000
+
+// ManifestFile is the manifest's name at the tarball root.
+const ManifestFile = manifest.FileName
+
+// PushOutcome is the answer to a push: Accepted (202) with a queued build, or
+// Unchanged (200) when the content equals the published revision.
+type PushOutcome struct {
+	Push      *store.Push
+	Unchanged bool
+	Manifest  *manifest.Manifest
+	// SizeBytes and TarballDiff describe this upload (for Unchanged, Push is
+	// the published revision it matched).
+	SizeBytes   int64
+	TarballDiff json.RawMessage
+}
+
+// pushesDir holds one directory per push: its extracted build context,
+// kept until the build ends.
+func (s *Service) pushDir(pushID string) string { return filepath.Join(s.dataDir, "pushes", pushID) }
+
+// Push takes a gzip tarball, checks it, and queues its build. Nothing of a
+// refused push is kept: no row, no file.
+func (s *Service) Push(ctx context.Context, accountID, name string, body io.Reader) (*PushOutcome, error) {
+	p, err := s.Get(ctx, accountID, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.refuseIfBusy(ctx, p); err != nil {
+		return nil, err
+	}
+	pushID := id.New(id.Push)
+	dir := s.pushDir(pushID)
+	ctxDir := filepath.Join(dir, "context")
+	if err := os.MkdirAll(ctxDir, 0o755); err != nil {
+		return nil, fmt.Errorf("push dir: %w", err)
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			os.RemoveAll(dir)
+		}
+	}()
+	counted := &countingReader{r: body, limit: MaxPushBytes}
+	tree, err := tarball.Extract(ctx, counted, ctxDir, tarball.Limits{})
+	if counted.over {
+		return nil, fault.New(fault.KindTooLarge, "push_too_large",
+			"Push at most 100 MB of gzip: leave data out of the tarball and fetch it at run time (data_sources) or upload it as an artifact.",
+			"push body is larger than %d bytes", MaxPushBytes)
+	}
+	if err != nil {
+		return nil, tarballFault(err)
+	}
+	m, err := s.checkManifest(ctxDir, tree)
+	if err != nil {
+		return nil, err
+	}
+	hash := tree.ContentHash()
+	index := tree.Index()
+
+	published, err := s.store.PushLatestPublished(ctx, p.ID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("latest published push: %w", err)
+	}
+	var diff *tarball.Changes
+	if published != nil {
+		var prev tarball.FileIndex
+		if json.Unmarshal(published.FileIndex, &prev) == nil {
+			d := tarball.Diff(&prev, &index)
+			diff = &d
+		}
+	}
+	diffJSON, _ := json.Marshal(diff)
+	if published != nil && published.ContentHash == hash {
+		return &PushOutcome{Push: published, Unchanged: true, Manifest: m, SizeBytes: counted.n, TarballDiff: diffJSON}, nil
+	}
+	indexJSON, _ := json.Marshal(index)
+	manifestJSON, _ := json.Marshal(m)
+	pu, err := s.store.PushCreate(ctx, &store.PushCreateParams{
+		ID: pushID, ProjectID: p.ID, AccountID: accountID, ContentHash: hash, SizeBytes: counted.n,
+		TarballDiff: diffJSON, FileIndex: indexJSON, Manifest: manifestJSON, ContextDir: ctxDir, Now: s.clock.Now(),
+	})
+	if errors.Is(err, store.ErrConflict) {
+		// Another push won the race between our check and our insert.
+		return nil, s.refuseIfBusy(ctx, p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record push: %w", err)
+	}
+	keep = true
+	s.mu.Lock()
+	b := s.builds
+	s.mu.Unlock()
+	if b != nil {
+		b.wake()
+	}
+	return &PushOutcome{Push: pu, Manifest: m, SizeBytes: counted.n, TarballDiff: diffJSON}, nil
+}
+
+// refuseIfBusy answers 409 while a build is queued or running.
+func (s *Service) refuseIfBusy(ctx context.Context, p *store.Project) error {
+	active, err := s.store.PushActive(ctx, p.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("active push: %w", err)
+	}
+	rd, err := s.Readiness(ctx, p)
+	if err != nil {
+		return err
+	}
+	return &fault.Error{Kind: fault.KindConflict, Code: "push_in_progress",
+		Message: fmt.Sprintf("project %q already has a push %s (%s)", p.Name, active.ID, active.Status),
+		Action:  "Wait for the active push to finish (poll its status_url), then push again.",
+		Fields: map[string]any{
+			"init_state": rd.InitState, "ready_for_jobs": rd.ReadyForJobs,
+			"next_action": "Poll GET /api/v1/projects/" + p.Name + "/pushes/" + active.ID + " until it is terminal, then push again.",
+			"active_push": PushView(p.Name, active),
+		}}
+}
+
+// checkManifest reads, parses and checks the manifest against the tarball.
+func (s *Service) checkManifest(ctxDir string, tree *tarball.Tree) (*manifest.Manifest, error) {
+	invalid := func(problems []string) error {
+		return &fault.Error{Kind: fault.KindInvalid, Code: "invalid_manifest", Message: "invalid project: " + problems[0],
+			Action:  "Fix " + ManifestFile + " and the files it references, then push again. See /docs/projects/project-manifest.",
+			Details: map[string]any{"problems": problems}}
+	}
+	if !tree.Has(ManifestFile) || tree.IsDir(ManifestFile) {
+		return nil, invalid([]string{ManifestFile + " is missing at the root of the tarball"})
+	}
+	data, err := os.ReadFile(filepath.Join(ctxDir, ManifestFile))
+	if err != nil {
+		return nil, invalid([]string{ManifestFile + " cannot be read: " + err.Error()})
+	}
+	m, err := manifest.Parse(data)
+	if err == nil {
+		err = m.CheckAgainst(tree)
+	}
+	if err != nil {
+		return nil, invalid(manifestProblems(err))
+	}
+	return m, nil
+}
+
+// manifestProblems lists each problem of a manifest error.
+func manifestProblems(err error) []string {
+	var ps manifest.Problems
+	if errors.As(err, &ps) && len(ps) > 0 {
+		return ps.Details()
+	}
+	return []string{err.Error()}
+}
+
+// tarballFault maps extraction failures to the spec's answers: 400 when the
+// body is not gzip, 422 "invalid tarball" otherwise.
+func tarballFault(err error) error {
+	var te *tarball.Error
+	if !errors.As(err, &te) {
+		return fmt.Errorf("extract: %w", err)
+	}
+	details := map[string]any{"problems": te.Details()}
+	switch te.Kind {
+	case tarball.KindNotGzip:
+		return &fault.Error{Kind: fault.KindBadRequest, Code: "not_gzip", Message: te.Message(),
+			Action: te.RecommendedAction(), Details: details}
+	case tarball.KindNotTar:
+		return &fault.Error{Kind: fault.KindInvalid, Code: "invalid_tarball", Message: "invalid tarball",
+			Action: te.RecommendedAction(), Details: details}
+	}
+	return &fault.Error{Kind: fault.KindInvalid, Code: "invalid_tarball", Message: te.Message(),
+		Action: te.RecommendedAction(), Details: details}
+}
+
+// countingReader counts the body and fails once it passes limit, so an
+// oversized push is cut off while streaming, not after.
+type countingReader struct {
+	r     io.Reader
+	n     int64
+	limit int64
+	over  bool
+}
+
+var errPushTooLarge = errors.New("push body too large")
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.over {
+		return 0, errPushTooLarge
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.n > c.limit {
+		c.over = true
+		return n, errPushTooLarge
+	}
+	return n, err
+}
+
+// PushView renders a push record for the API; it never shows host paths.
+func PushView(projectName string, pu *store.Push) *apiv1.PushRecord {
+	v := &apiv1.PushRecord{
+		PushRef: pu.ID, Status: string(pu.Status), StatusURL: "/api/v1/projects/" + projectName + "/pushes/" + pu.ID,
+		ContentHash: pu.ContentHash, SizeBytes: pu.SizeBytes, Terminal: pu.Status.IsTerminal(),
+		ImageRef: optString(pu.ImageRef), ImageDigest: optString(pu.ImageDigest), Error: optString(pu.Error),
+		LogTail: pu.LogTail, CreatedAt: pu.CreatedAt, UpdatedAt: pu.UpdatedAt, StartedAt: pu.StartedAt,
+		FinishedAt: pu.FinishedAt, Attempts: pu.Attempts,
+	}
+	if len(pu.TarballDiff) > 0 && string(pu.TarballDiff) != "null" {
+		v.TarballDiff = pu.TarballDiff
+	}
+	switch pu.Status {
+	case store.PushQueued, store.PushBuilding:
+		v.NextAction = "Poll " + v.StatusURL + " until terminal is true."
+	case store.PushPublished:
+		v.NextAction = "Submit jobs: POST /api/v1/jobs with project " + projectName + "."
+	case store.PushFailed:
+		v.NextAction = pu.NextAction
+	}
+	return v
+}
+
+// PushLatest is the newest push of a project.
+func (s *Service) PushLatest(ctx context.Context, p *store.Project) (*store.Push, error) {
+	pu, err := s.store.PushLatest(ctx, p.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fault.New(fault.KindNotFound, "no_push", "Push a tarball first: POST /api/v1/projects/"+p.Name+"/push",
+			"project %q has no pushes yet", p.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("latest push: %w", err)
+	}
+	return pu, nil
+}
+
+// PushGet is one push of a project.
+func (s *Service) PushGet(ctx context.Context, p *store.Project, ref string) (*store.Push, error) {
+	pu, err := s.store.PushGet(ctx, p.ID, ref)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fault.NotFound("push", ref)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get push: %w", err)
+	}
+	return pu, nil
+}

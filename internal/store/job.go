@@ -1,0 +1,256 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// JobStatus is a job's state (spec 3.1).
+type JobStatus string
+
+const (
+	JobPlanning  JobStatus = "planning"
+	JobQueued    JobStatus = "queued"
+	JobRunning   JobStatus = "running"
+	JobCompleted JobStatus = "completed"
+	JobPartial   JobStatus = "partial"
+	JobFailed    JobStatus = "failed"
+	JobCancelled JobStatus = "cancelled"
+)
+
+// IsTerminal reports whether the job can no longer change.
+func (s JobStatus) IsTerminal() bool {
+	switch s {
+	case JobCompleted, JobPartial, JobFailed, JobCancelled:
+		return true
+	}
+	return false
+}
+
+// JobTransitions is the table of section 3.1; the store's guarded updates
+// and the tests both use it.
+var JobTransitions = map[JobStatus][]JobStatus{
+	JobPlanning: {JobQueued, JobCancelled},
+	JobQueued:   {JobRunning, JobCancelled},
+	JobRunning:  {JobCompleted, JobPartial, JobFailed, JobCancelled},
+}
+
+// CanTransition reports whether from -> to is allowed.
+func (s JobStatus) CanTransition(to JobStatus) bool {
+	for _, t := range JobTransitions[s] {
+		if t == to {
+			return true
+		}
+	}
+	return false
+}
+
+// TaskStatus is a task's state.
+type TaskStatus string
+
+const (
+	TaskQueued    TaskStatus = "queued"  // waiting for capacity (again, after a retry or requeue)
+	TaskRunning   TaskStatus = "running" // an attempt is assigned or running
+	TaskSucceeded TaskStatus = "succeeded"
+	TaskFailed    TaskStatus = "failed"
+	TaskCancelled TaskStatus = "cancelled"
+)
+
+func (s TaskStatus) IsTerminal() bool {
+	return s == TaskSucceeded || s == TaskFailed || s == TaskCancelled
+}
+
+// AttemptStatus is how one run of a task ended (or that it runs).
+type AttemptStatus string
+
+const (
+	AttemptAssigned  AttemptStatus = "assigned" // given to a host, not yet started
+	AttemptRunning   AttemptStatus = "running"
+	AttemptSucceeded AttemptStatus = "succeeded"
+	AttemptFailed    AttemptStatus = "failed"    // non-zero exit or timeout: uses the retry budget
+	AttemptInfra     AttemptStatus = "infra"     // exit 137 or failure_class infra: requeued free
+	AttemptLost      AttemptStatus = "lost"      // host or controller lost it: requeued free
+	AttemptCancelled AttemptStatus = "cancelled" // the job was cancelled
+)
+
+// Priority ranks: lower runs first.
+const (
+	PriorityHigh   = 0
+	PriorityNormal = 1
+	PriorityLow    = 2
+)
+
+// Job is one submission.
+type Job struct {
+	ID                string
+	AccountID         string
+	ProjectID         string
+	ProjectName       string
+	PushID            string // the published revision the job runs
+	Type              string
+	Status            JobStatus
+	Priority          int
+	Request           json.RawMessage // the normalised submission
+	Payload           json.RawMessage
+	Summary           json.RawMessage // aggregate, counts and billing; written when the job changes
+	Error             string
+	RecommendedAction string
+	ClientRef         *string
+	Tags              []string
+	Meta              json.RawMessage
+	Variant           *string
+	TaskCount         int64
+	SubmittedAt       time.Time
+	StartedAt         *time.Time
+	FinishedAt        *time.Time
+	UpdatedAt         time.Time
+}
+
+// Task is one unit of a job's work.
+type Task struct {
+	ID             string
+	JobID          string
+	Index          int64
+	Status         TaskStatus
+	Payload        json.RawMessage
+	Meta           json.RawMessage // chunk_index, sweep params, ... (expand.Meta)
+	Requirements   json.RawMessage
+	Priority       int
+	RetriesUsed    int64 // failed attempts charged to max_retries
+	InfraRequeues  int64 // exit-137 and lost requeues
+	DeclaredInfra  int64 // failure_class infra requeues (at most 3)
+	Attempts       int64 // attempts started
+	Result         json.RawMessage
+	Output         string // stdout, up to 10 KB
+	ErrorText      string // last ~1000 characters of stderr on failure
+	LatestProgress json.RawMessage
+	ExitCode       *int64
+	LastHostID     string
+	SubmittedAt    time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	UpdatedAt      time.Time
+}
+
+// Attempt is one run of a task on a host.
+type Attempt struct {
+	ID              string
+	TaskID          string
+	JobID           string
+	Number          int64
+	Status          AttemptStatus
+	HostID          string
+	ResourceProfile json.RawMessage
+	ExitCode        *int64
+	TerminalKind    string // exit, timeout, oom, infra_declared, lost, cancelled
+	RetryDecision   string // retry, requeue_free, none
+	AssignedAt      time.Time
+	StartedAt       *time.Time
+	EndedAt         *time.Time
+	UpdatedAt       time.Time
+}
+
+// JobEvent is one lifecycle event of a job.
+type JobEvent struct {
+	ID        string
+	JobID     string
+	TaskID    string
+	AttemptID string
+	Kind      string // job.submitted, job.queued, task.started, attempt.infra_requeued, attempt.lost, ...
+	Data      json.RawMessage
+	CreatedAt time.Time
+}
+
+type JobCreateParams struct {
+	Job   Job
+	Tasks []Task
+	Event JobEvent
+}
+
+// JobListParams filters GET /jobs. Zero values mean "any".
+type JobListParams struct {
+	AccountID string
+	Statuses  []JobStatus
+	ProjectID string
+	Type      string
+	Tag       string
+	Since     *time.Time
+	IDs       []string
+	Limit     int
+	Offset    int
+}
+
+// JobSetStatusParams is a guarded job transition; From lists the statuses
+// the job may be in.
+type JobSetStatusParams struct {
+	ID                string
+	From              []JobStatus
+	To                JobStatus
+	Error             string
+	RecommendedAction string
+	Summary           json.RawMessage // replaces the summary when set
+	Now               time.Time
+}
+
+// TaskClaimParams picks the next queued task a host can run: highest
+// priority first, then oldest, and creates its attempt.
+type TaskClaimParams struct {
+	HostID          string
+	AttemptID       string
+	ResourceProfile json.RawMessage
+	Now             time.Time
+}
+
+// AttemptFinishParams records how an attempt ended and moves its task on:
+// TaskStatus is queued (retry or free requeue) or terminal.
+type AttemptFinishParams struct {
+	AttemptID     string
+	Status        AttemptStatus
+	TerminalKind  string
+	RetryDecision string
+	ExitCode      *int64
+	TaskStatus    TaskStatus
+	Result        json.RawMessage
+	Output        *string // replaces the task's output when set
+	ErrorText     *string
+	RetriesUsed   int64 // new counters of the task
+	InfraRequeues int64
+	DeclaredInfra int64
+	Now           time.Time
+}
+
+type JobStore interface {
+	// JobCreate stores the job, its tasks and its first event together.
+	JobCreate(ctx context.Context, p *JobCreateParams) (*Job, error)
+	// JobGet finds a job of one account; another account's is not found.
+	JobGet(ctx context.Context, accountID, id string) (*Job, error)
+	// JobList returns one page and the total matching.
+	JobList(ctx context.Context, p *JobListParams) ([]*Job, int, error)
+	// JobSetStatus moves a job if it is in one of p.From; ErrConflict otherwise.
+	JobSetStatus(ctx context.Context, p *JobSetStatusParams) (*Job, error)
+	// JobListActiveByProject counts queued, planning and running jobs.
+	ProjectActiveJobCount(ctx context.Context, projectID string) (int, error)
+
+	TaskList(ctx context.Context, jobID string) ([]*Task, error)
+	// TaskClaim assigns the best queued task to a host, creating its attempt;
+	// ErrNotFound when nothing is queued.
+	TaskClaim(ctx context.Context, p *TaskClaimParams) (*Task, *Attempt, error)
+	// TaskSetProgress records a running task's latest progress and output.
+	TaskSetProgress(ctx context.Context, taskID string, progress json.RawMessage, output string, now time.Time) error
+	// TaskCancelOpen cancels every non-terminal task of a job and returns the
+	// ids of attempts that were running, to be killed.
+	TaskCancelOpen(ctx context.Context, jobID string, now time.Time) ([]string, error)
+
+	AttemptList(ctx context.Context, jobID string) ([]*Attempt, error)
+	AttemptStart(ctx context.Context, attemptID string, now time.Time) error
+	// AttemptFinish ends an attempt that is assigned or running; ErrConflict
+	// when it already ended.
+	AttemptFinish(ctx context.Context, p *AttemptFinishParams) (*Attempt, error)
+	// AttemptListOpen lists assigned or running attempts (of one host when
+	// hostID is set), for recovery after a restart or a lost host.
+	AttemptListOpen(ctx context.Context, hostID string) ([]*Attempt, error)
+
+	JobEventCreate(ctx context.Context, e *JobEvent) error
+	JobEventList(ctx context.Context, jobID string, limit int) ([]*JobEvent, error)
+}

@@ -1,0 +1,220 @@
+// Package gvisor runs task attempts in gVisor sandboxes with `runsc run`,
+// one sandbox per attempt, each in its own cgroup with the attempt's limits.
+package gvisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/sandbox"
+)
+
+var _ sandbox.Driver = (*Driver)(nil)
+
+// ErrNoEgress is returned by Run for an attempt that asks for a network on
+// a driver configured without Egress.
+var ErrNoEgress = errors.New("gvisor: attempt needs a network but no egress is configured")
+
+// Driver is the gVisor sandbox driver.
+type Driver struct {
+	cfg   Config
+	runsc runsc
+	log   *slog.Logger
+}
+
+// New checks cfg (after filling in defaults) and the host: runsc must be
+// there and we must be root, because runsc applies cgroup limits only when
+// it runs as root (rootless runsc silently drops them).
+func New(cfg Config) (*Driver, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(cfg.RunscPath)
+	if err != nil {
+		return nil, fmt.Errorf("gvisor: runsc: %w", err)
+	}
+	if st.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("gvisor: runsc %s is not executable", cfg.RunscPath)
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("gvisor: must run as root (runsc needs it to apply cgroup limits)")
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("gvisor: create state dir: %w", err)
+	}
+	return &Driver{cfg: cfg, runsc: newRunsc(cfg), log: cfg.Logger.With("driver", "gvisor")}, nil
+}
+
+// Name implements sandbox.Driver.
+func (d *Driver) Name() string { return "gvisor" }
+
+// cgroupPath is the attempt's cgroup, relative to each hierarchy's root.
+func (d *Driver) cgroupPath(attemptID string) string {
+	return "/" + d.cfg.CgroupParent + "/" + attemptID
+}
+
+// Run implements sandbox.Driver.
+func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Network && d.cfg.Egress == nil {
+		return nil, ErrNoEgress
+	}
+	log := d.log.With("attempt_id", spec.AttemptID)
+	host, err := sandbox.Prepare(&spec, &sandbox.Owner{UID: RunnerUID, GID: RunnerGID})
+	if err != nil {
+		return nil, fmt.Errorf("gvisor: prepare attempt: %w", err)
+	}
+
+	network, nsPath := "none", ""
+	if spec.Network {
+		path, release, err := d.cfg.Egress.Acquire(ctx, spec.AttemptID)
+		if err != nil {
+			return nil, fmt.Errorf("gvisor: acquire network: %w", err)
+		}
+		defer func() {
+			if err := release(context.WithoutCancel(ctx)); err != nil {
+				log.Warn("release network", "err", err)
+			}
+		}()
+		network, nsPath = "sandbox", path
+	}
+
+	bundle := filepath.Join(spec.WorkDir, "bundle")
+	err = writeBundle(bundle, bundleParams{
+		Spec:         &spec,
+		Host:         host,
+		CgroupsPath:  d.cgroupPath(spec.AttemptID),
+		NetNSPath:    nsPath,
+		NoFile:       d.cfg.NoFile,
+		PidsOverhead: d.cfg.PidsOverhead,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gvisor: %w", err)
+	}
+
+	// From the moment `runsc run` starts, a container and a cgroup may exist
+	// whatever happens next, so they are torn down on every path.
+	defer d.teardown(context.WithoutCancel(ctx), spec.AttemptID, log)
+
+	out, err := d.run(ctx, &spec, bundle, network, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := sandbox.Collect(out, &spec, host); err != nil {
+		return nil, fmt.Errorf("gvisor: %w", err)
+	}
+	return out, nil
+}
+
+// run starts `runsc run`, supervises it and returns the outcome without the
+// result and artifacts.
+func (d *Driver) run(ctx context.Context, spec *sandbox.Spec, bundle, network string, log *slog.Logger) (*sandbox.Outcome, error) {
+	// runsc is not tied to ctx: cancellation goes through the SIGTERM/SIGKILL
+	// escalation, and only if that fails is the process group killed.
+	procCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
+	logPath := filepath.Join(bundle, "runsc.log")
+	args := d.runsc.runArgs(network, bundle, logPath, spec.AttemptID)
+	cmd := exec.CommandContext(procCtx, d.cfg.RunscPath, args...)
+	// Its own process group, so that abandoning it kills runsc's helpers too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = d.cfg.WaitDelay
+	// A nil writer becomes /dev/null; any other is fed from a pipe by a
+	// goroutine of exec's, so the runner blocks if the writer stalls.
+	cmd.Stdout, cmd.Stderr = spec.Stdout, spec.Stderr
+	cmd.Dir = bundle
+
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("gvisor: not started: %w", err)
+	}
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("gvisor: start runsc: %w", err)
+	}
+	log.Debug("sandbox started", "pid", cmd.Process.Pid)
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	reason := sandbox.Supervise(ctx, exited, sandbox.Escalation{
+		Timeout:  spec.Timeout,
+		Grace:    d.cfg.Grace,
+		KillWait: d.cfg.KillWait,
+		Logger:   log,
+	}, &stopper{d: d, id: spec.AttemptID, exited: exited, abandon: abandon})
+	ended := time.Now()
+
+	code, err := sandbox.ExitCode(cmd.ProcessState, waitErr)
+	if err != nil {
+		return nil, fmt.Errorf("gvisor: runsc run: %w", err)
+	}
+	out := sandbox.NewOutcome(code, reason, started, ended)
+	if out.SandboxError, err = runscErrors(logPath); err != nil {
+		log.Warn("read runsc log", "err", err)
+	}
+	log.Debug("sandbox exited", "exit_code", code, "stop", reason.String(), "duration", ended.Sub(started))
+	return out, nil
+}
+
+// teardown force-deletes the container and removes its cgroup. Both are
+// no-ops after a clean exit; after a crash or an abandoned run they are
+// what stops the sandbox.
+func (d *Driver) teardown(ctx context.Context, id string, log *slog.Logger) {
+	if err := d.runsc.forceDelete(ctx, id); err != nil {
+		log.Debug("runsc delete", "err", err)
+	}
+	if err := removeCgroup(d.cgroupPath(id)); err != nil {
+		log.Warn("remove cgroup", "err", err)
+	}
+}
+
+// signalRetry is how long a failing `runsc kill` is retried: a stop that
+// comes while runsc is still creating the sandbox finds no container yet.
+const signalRetry = 3 * time.Second
+
+// stopper signals the runner through runsc.
+type stopper struct {
+	d       *Driver
+	id      string
+	exited  <-chan struct{}
+	abandon context.CancelFunc
+}
+
+func (s *stopper) Signal(ctx context.Context, sig syscall.Signal) error {
+	deadline := time.Now().Add(signalRetry)
+	for {
+		err := s.d.runsc.kill(ctx, s.id, sig)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-s.exited:
+			return nil // nothing left to signal
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (s *stopper) Abandon(ctx context.Context) {
+	s.abandon()
+	// Killing `runsc run` does not stop the sandbox it started.
+	if err := s.d.runsc.forceDelete(ctx, s.id); err != nil {
+		s.d.log.Warn("runsc delete after abandon", "attempt_id", s.id, "err", err)
+	}
+}

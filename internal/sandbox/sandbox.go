@@ -1,0 +1,155 @@
+// Package sandbox defines how a host runs one task attempt: the Spec it is
+// given, the Outcome it reports and the Driver interface that the gvisor and
+// process drivers implement. It also holds the pieces both drivers share:
+// the attempt's directory layout, the runner environment, result and
+// artifact collection, and the timeout/cancel escalation.
+//
+// The runner protocol (spec section 2.10) is fixed here: the runner finds its
+// payload, result path, artifact, scratch and cache directories through the
+// SKIFF_* environment variables, never through hard-coded paths, because
+// the drivers place them differently.
+package sandbox
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Driver runs task attempts. Implementations must be safe for concurrent
+// use: the host agent runs several attempts at once.
+type Driver interface {
+	// Name identifies the driver in logs and host fingerprints ("gvisor").
+	Name() string
+
+	// Run executes one attempt to completion. The returned error is only
+	// for infrastructure failures (the sandbox could not be prepared or
+	// started, or was lost); a runner that fails, times out, is cancelled
+	// or runs out of memory yields an Outcome and a nil error.
+	//
+	// Cancelling ctx stops the attempt (SIGTERM, the driver's grace
+	// period, SIGKILL) and Run still returns an Outcome, with Killed set,
+	// once the runner is gone. A ctx already done before the start is an
+	// error: nothing ran.
+	Run(ctx context.Context, spec Spec) (*Outcome, error)
+
+	// Cleanup removes what a crash of this host left behind (sandboxes,
+	// cgroups) and what runs leave for reuse. Call it at start-up before
+	// the first Run, and at shutdown after the last; never concurrently
+	// with Run.
+	Cleanup(ctx context.Context) error
+}
+
+// Spec describes one attempt.
+type Spec struct {
+	// AttemptID is unique per attempt; the gvisor driver uses it as the
+	// runsc container id and cgroup name. See ValidAttemptID.
+	AttemptID string
+	// TaskID is exposed to the runner as SKIFF_TASK_ID.
+	TaskID string
+
+	// RootFS is the unpacked image root filesystem. It is mounted read-only
+	// and shared by every attempt of the revision, so it is never written.
+	RootFS string
+	// Args is the runner command; Args[0] is an absolute path inside RootFS.
+	Args []string
+	// Cwd is the working directory inside the sandbox ("/" when empty).
+	Cwd string
+	// Env holds the image and project environment. The SKIFF_* protocol
+	// variables are set by the driver and override entries of the same name.
+	Env map[string]string
+
+	// Payload is written to the payload file, which the runner can only read.
+	Payload []byte
+	// WorkDir is a host directory owned by this attempt. The driver creates
+	// payload/, result/, artifacts/ and scratch/ (and, for gvisor, bundle/)
+	// under it; they must not exist yet. The caller removes WorkDir once it
+	// has taken the result and artifacts out of it.
+	WorkDir string
+	// CacheDir is a host directory shared by the project's attempts on this
+	// host (SKIFF_TASK_CACHE_DIR). It is created if missing.
+	CacheDir string
+
+	// CPU is the CPU limit in cores; 0 means no limit.
+	CPU float64
+	// MemoryMB is the memory limit in MiB; 0 means no limit. Under gVisor it
+	// also covers the sandbox kernel, so the runner gets somewhat less.
+	MemoryMB int64
+	// PidsLimit caps the number of processes/threads; 0 means no limit.
+	PidsLimit int64
+	// Network enables outbound networking; false means none at all.
+	Network bool
+
+	// Timeout bounds the run; 0 means no timeout. When it expires the runner
+	// gets SIGTERM, then SIGKILL after the driver's grace period.
+	Timeout time.Duration
+	// MaxResultBytes caps the result file; 0 means DefaultMaxResultBytes.
+	MaxResultBytes int64
+
+	// Stdout and Stderr receive the runner's output live, each from its own
+	// goroutine (so the two must not share unsynchronised state). Nil
+	// discards the stream.
+	Stdout, Stderr io.Writer
+}
+
+// DefaultMaxResultBytes is the result size cap when Spec.MaxResultBytes is 0.
+const DefaultMaxResultBytes = 1 << 20
+
+// Outcome is what an attempt did.
+type Outcome struct {
+	// ExitCode is the runner's exit status; a runner killed by signal N
+	// reports 128+N, as a shell would (SIGKILL is 137, SIGTERM 143).
+	ExitCode int
+	// TimedOut is set when the driver stopped the runner because Spec.Timeout
+	// expired. An exit code of 137 or 143 is then ours, not an OOM.
+	TimedOut bool
+	// Killed is set when the driver stopped the runner because ctx was
+	// cancelled (job cancel, host shutdown).
+	Killed bool
+	// OOMKilled is a best-effort guess: exit 137 that the driver did not
+	// cause. A runner that SIGKILLs itself looks the same, and the protocol
+	// treats both as infrastructure failures anyway.
+	OOMKilled bool
+
+	// SandboxError is the sandbox runtime's own error, when it failed to
+	// start the runner or lost it (a missing executable or working
+	// directory, a sandbox that could not start under its limits). The exit
+	// code is then the runtime's (128 for runsc), not the runner's. The
+	// message also went to Stderr.
+	SandboxError string
+
+	// StartedAt and EndedAt bracket the sandbox from start to exit; billing
+	// meters this span.
+	StartedAt, EndedAt time.Time
+
+	// Result is the result file's content, nil if the runner wrote none.
+	Result []byte
+	// ResultTooLarge is set (and Result is nil) when the result file exceeds
+	// the size cap.
+	ResultTooLarge bool
+	// ResultRejected explains why a result file that exists was not read
+	// (too large, a symlink, not a regular file); empty otherwise.
+	ResultRejected string
+
+	// Artifacts lists the regular files under the artifact directory, sorted
+	// by Path. Symlinks and other special files are never followed.
+	Artifacts []Artifact
+	// SkippedArtifacts lists relative paths under the artifact directory
+	// that were not collected because they are not regular files (symlinks
+	// included), so the agent can report them as rejected.
+	SkippedArtifacts []string
+}
+
+// Duration is the metered span of the attempt.
+func (o *Outcome) Duration() time.Duration { return o.EndedAt.Sub(o.StartedAt) }
+
+// Artifact is one regular file the runner left in its artifact directory.
+type Artifact struct {
+	// Path is relative to the artifact directory, with forward slashes.
+	Path string
+	// Size is the file size in bytes.
+	Size int64
+	// HostPath is where the file is on the host, inside Spec.WorkDir. Open it
+	// with O_NOFOLLOW: the runner is gone, but the file is still its work.
+	HostPath string
+}

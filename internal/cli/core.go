@@ -13,6 +13,7 @@ import (
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/project"
+	"github.com/skiffhq/skiff/internal/sandbox"
 )
 
 // core is the controller's background work: the build queue and the local
@@ -50,7 +51,7 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, projects *
 		builder = imageBuilder{b: b}
 	}
 	host, err := fleet.NewLocal(filepath.Join(dataDir, "host"), imagesDir, &ociimage.Cache{
-		Root: filepath.Join(dataDir, "host", "images"), Logger: log.With("component", "host"),
+		Root: filepath.Join(dataDir, "host", "images"), MountPoints: sandbox.MountPoints(), Logger: log.With("component", "host"),
 	})
 	if err != nil {
 		return nil, err

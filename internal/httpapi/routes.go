@@ -36,6 +36,7 @@ func (s *Server) routes() []route {
 		{"GET", "/live", public, s.health},
 		{"GET", "/ready", public, s.ready},
 		{"GET", "/openapi.json", public, s.openAPI},
+		{"GET", "/docs/projects/project-manifest", public, markdownPage("manifest.md")},
 
 		// Auth.
 		{"POST", "/api/v1/auth/register", public, s.register},

@@ -1,0 +1,169 @@
+package build
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+)
+
+// How buildah is driven. The built image is never given a name in buildah's
+// storage: a name is something another project's Dockerfile could say, and
+// the layer cache (--layers) works on unnamed images all the same. The image
+// is passed on by ID (--iidfile) to `buildah push`.
+
+// buildah returns a buildah subcommand run against the builder's storage.
+func (b *Builder) buildah(args ...string) command {
+	global := []string{
+		"--root", b.cfg.StorageRoot,
+		"--runroot", b.cfg.RunRoot,
+		"--storage-driver", "overlay",
+	}
+	return command{
+		path:      b.buildahPath,
+		args:      append(global, args...),
+		env:       []string{"TMPDIR=" + b.cfg.TmpDir},
+		waitDelay: b.cfg.WaitDelay,
+	}
+}
+
+// runsc returns a runsc command against the state root the builder gives
+// buildah's RUN steps.
+func (b *Builder) runsc(args ...string) command {
+	return command{
+		path:      b.cfg.RunscPath,
+		args:      append([]string{"--root", b.runscRoot()}, args...),
+		waitDelay: b.cfg.WaitDelay,
+	}
+}
+
+// budArgs is the `buildah bud` command line after the global flags.
+func (b *Builder) budArgs(req Request, iidFile string) []string {
+	args := []string{
+		"bud",
+		"--layers",   // cache every step: a code-only change rebuilds in about a second
+		"--force-rm", // remove the working containers of failed builds too
+		"--pull=" + b.cfg.PullPolicy,
+		"--iidfile", iidFile,
+		"--isolation", b.cfg.Isolation,
+		"--memory", b.cfg.MemoryLimit,
+		"-f", filepath.Join(req.ContextDir, req.Dockerfile),
+	}
+	if b.cfg.CPUs > 0 {
+		const period = 100000
+		args = append(args, "--cpu-period", strconv.Itoa(period),
+			"--cpu-quota", strconv.Itoa(int(b.cfg.CPUs*period)))
+	}
+	if b.cfg.Isolation == IsolationOCI {
+		// NetworkPrivate leaves runsc's network at its default, gVisor's own
+		// netstack inside buildah's bridge namespace.
+		args = append(args, "--network", b.cfg.Network,
+			"--runtime", b.cfg.RunscPath,
+			"--runtime-flag", "root="+b.runscRoot(),
+			// runsc's default, overlay2=root:self, keeps rootfs writes in a
+			// sandbox-private filestore: the RUN step succeeds but buildah
+			// commits none of its changes. Writes must reach the host rootfs.
+			"--runtime-flag", "overlay2=none")
+		if b.cfg.Network != NetworkPrivate {
+			args = append(args, "--runtime-flag", "network="+b.cfg.Network)
+		}
+		for _, f := range b.cfg.RuntimeFlags {
+			args = append(args, "--runtime-flag", f)
+		}
+	}
+	keys := make([]string, 0, len(req.BuildArgs))
+	for k := range req.BuildArgs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		args = append(args, "--build-arg", k+"="+req.BuildArgs[k])
+	}
+	return append(args, req.ContextDir)
+}
+
+// bud runs `buildah bud` and returns the built image's ID.
+func (b *Builder) bud(ctx context.Context, req Request, out io.Writer) (string, error) {
+	iidFile := filepath.Join(b.cfg.TmpDir, "iid-"+rand.Text())
+	defer os.Remove(iidFile)
+	cmd := b.buildah(b.budArgs(req, iidFile)...)
+	cmd.out = out
+	cmd.onKill = func() { b.killSandboxes(ctx) }
+	if err := cmd.run(ctx); err != nil {
+		return "", err
+	}
+	id, err := os.ReadFile(iidFile)
+	if err != nil {
+		return "", fmt.Errorf("reading built image id: %w", err)
+	}
+	imageID := strings.TrimSpace(string(id))
+	if !digestPattern.MatchString(imageID) {
+		return "", fmt.Errorf("built image id %q is not a sha256 digest", imageID)
+	}
+	return imageID, nil
+}
+
+// export pushes the image into the pool, normalises it (layout.go) and
+// writes it as a fresh OCI layout under ImagesDir. It returns the layout's
+// directory and the manifest digest.
+func (b *Builder) export(ctx context.Context, imageID, tag string, out io.Writer) (dir string, digest v1.Hash, err error) {
+	digestFile := filepath.Join(b.cfg.TmpDir, "digest-"+rand.Text())
+	defer os.Remove(digestFile)
+	fmt.Fprintf(out, "skiff: exporting image %s\n", imageID)
+	cmd := b.buildah("push", "--quiet",
+		// Only the new layers are compressed, and only on their way into the
+		// pool, where they are decompressed again: zstd is the quickest codec.
+		"--compression-format", "zstd",
+		"--digestfile", digestFile,
+		imageID, "oci:"+b.poolDir()+":"+poolRefName)
+	cmd.out = out
+	if err := cmd.run(ctx); err != nil {
+		return "", v1.Hash{}, fmt.Errorf("exporting image: %w", err)
+	}
+	pushed, err := readDigestFile(digestFile)
+	if err != nil {
+		return "", v1.Hash{}, err
+	}
+	manifest, err := b.normalize(pushed)
+	if err != nil {
+		return "", v1.Hash{}, fmt.Errorf("exporting image: %w", err)
+	}
+	dir = filepath.Join(b.cfg.ImagesDir, ".tmp-"+rand.Text())
+	if digest, err = b.writeLayout(dir, manifest, tag); err != nil {
+		os.RemoveAll(dir)
+		return "", v1.Hash{}, fmt.Errorf("exporting image: %w", err)
+	}
+	return dir, digest, nil
+}
+
+// validateLayout checks v against the image in the layout at dir.
+func (b *Builder) validateLayout(dir string, digest v1.Hash, v validation) ([]string, error) {
+	if v.empty() {
+		return nil, nil
+	}
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening image layout: %w", err)
+	}
+	img, err := p.Image(digest)
+	if err != nil {
+		return nil, fmt.Errorf("reading image %s: %w", digest, err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("reading image config: %w", err)
+	}
+	tree, err := readImageTree(img, b.trees)
+	if err != nil {
+		return nil, err
+	}
+	return v.check(tree, &cfg.Config), nil
+}

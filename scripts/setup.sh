@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Installs what Skiff needs on a Debian 12 machine, as root, and only what is
+# missing: `make setup` runs it before every build and test, so when all is
+# present it changes nothing and says so in one line.
+#
+# - Debian packages: buildah and its network stack (netavark, aardvark-dns,
+#   iptables: RUN steps get buildah's private bridge), crun, umoci, skopeo,
+#   debootstrap (the tests' local Debian base image), iproute2 (multi-host
+#   tests), postgresql (the PostgreSQL store tests). `apt-get update` runs only
+#   when one is missing.
+# - The pinned runsc at /usr/local/lib/skiff/runsc, built with `go install`
+#   (about 3 minutes cold). Debian's runsc is from 2022: it cannot run buildah's
+#   RUN steps and lacks systrap. A version stamp beside the binary records which
+#   version it is, so a rebuild happens only when the pin changes.
+# - /etc/containers/policy.json and registries.conf when absent, and the
+#   overlay file system that buildah's storage uses.
+#
+# Only Debian's mirrors and the Go module proxy are reachable from CI, and
+# that is all this uses.
+set -euo pipefail
+
+RUNSC_MODULE="gvisor.dev/gvisor/runsc"
+RUNSC_VERSION="v0.0.0-20260905035102-160fafc42237"
+RUNSC_DIR="/usr/local/lib/skiff"
+RUNSC_BIN="$RUNSC_DIR/runsc"
+RUNSC_STAMP="$RUNSC_DIR/runsc.version"
+
+APT_PACKAGES=(
+	buildah crun umoci skopeo netavark aardvark-dns iptables uidmap
+	debootstrap iproute2 postgresql ca-certificates
+)
+
+# Go usually lives here on CI machines without being on root's PATH.
+if [[ -d /usr/local/go/bin ]]; then
+	PATH="$PATH:/usr/local/go/bin"
+fi
+
+did=() # what this run changed, for the closing line
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+need_root() {
+	[[ $EUID -eq 0 ]] || die "$1 is missing and installing it needs root (run: sudo make setup)"
+}
+
+missing_packages() {
+	local pkg
+	for pkg in "${APT_PACKAGES[@]}"; do
+		if [[ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" != "install ok installed" ]]; then
+			printf '%s\n' "$pkg"
+		fi
+	done
+}
+
+install_packages() {
+	command -v dpkg-query >/dev/null || die "this script installs with apt on Debian 12; install these yourself: ${APT_PACKAGES[*]}"
+	local missing
+	mapfile -t missing < <(missing_packages)
+	((${#missing[@]} == 0)) && return 0
+	need_root "Debian packages (${missing[*]})"
+	log "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	did+=("packages: ${missing[*]}")
+}
+
+install_runsc() {
+	if [[ -x "$RUNSC_BIN" && -f "$RUNSC_STAMP" && "$(cat "$RUNSC_STAMP")" == "$RUNSC_VERSION" ]]; then
+		return 0
+	fi
+	need_root "runsc $RUNSC_VERSION"
+	command -v go >/dev/null || die "go is needed to build runsc; install Go 1.26 first"
+	log "building runsc $RUNSC_VERSION (about 3 minutes the first time)"
+	gobin="$(mktemp -d)"
+	trap 'rm -rf "$gobin"' EXIT
+	# From / with GOFLAGS and GOWORK cleared, so nothing of the caller's
+	# module or environment leaks into the build.
+	(cd / && CGO_ENABLED=0 GOBIN="$gobin" GOFLAGS= GOWORK=off go install "$RUNSC_MODULE@$RUNSC_VERSION")
+	install -d -m 0755 "$RUNSC_DIR"
+	# Replace the binary by rename so a running server never sees half of it.
+	install -m 0755 "$gobin/runsc" "$RUNSC_BIN.new"
+	mv -f "$RUNSC_BIN.new" "$RUNSC_BIN"
+	printf '%s\n' "$RUNSC_VERSION" >"$RUNSC_STAMP.new"
+	mv -f "$RUNSC_STAMP.new" "$RUNSC_STAMP"
+	did+=("runsc $RUNSC_VERSION")
+}
+
+write_if_missing() { # path, contents
+	[[ -e "$1" ]] && return 0
+	need_root "$1"
+	install -d -m 0755 "$(dirname "$1")"
+	printf '%s\n' "$2" >"$1"
+	did+=("$1")
+}
+
+configure_containers() {
+	# Debian's containers-common ships both; a machine that lost them cannot
+	# push (no signature policy) or resolve names.
+	write_if_missing /etc/containers/policy.json '{
+    "default": [{"type": "insecureAcceptAnything"}]
+}'
+	# Base images must be named in full (the build policy allows only the
+	# operator's list); nothing is searched for short names.
+	write_if_missing /etc/containers/registries.conf 'unqualified-search-registries = []'
+
+	if ! grep -qw overlay /proc/filesystems; then
+		need_root "the overlay file system"
+		modprobe overlay || die "buildah's storage needs overlayfs: modprobe overlay failed"
+		did+=("overlay module")
+	fi
+}
+
+install_packages
+install_runsc
+configure_containers
+
+if ((${#did[@]} == 0)); then
+	log "nothing to do: packages, runsc $RUNSC_VERSION and container config are in place"
+else
+	log "done: ${did[*]}"
+fi

@@ -26,6 +26,8 @@ database under --data-dir (safe while the server runs) or PostgreSQL via
 Commands:
   create-key    create an API key (and the account if needed); prints the key
   grant-credit  add a beta_credit_grant ledger entry; prints the new balance
+
+Run 'skiff admin <command> --help' for the flags of a command.
 `)
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return nil

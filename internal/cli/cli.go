@@ -98,6 +98,12 @@ func (e *env) newFlags(name, synopsis string) *flag.FlagSet {
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, "Usage: skiff %s\n\n%s\n\nFlags:\n", name, synopsis)
+		// parse fills every flag from its twin, so every flag names it.
+		fs.VisitAll(func(f *flag.Flag) {
+			if twin := envName(f.Name); !strings.Contains(f.Usage, twin) {
+				f.Usage += " (env " + twin + ")"
+			}
+		})
 		fs.PrintDefaults()
 	}
 	return fs

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/skiffhq/skiff/internal/fault"
 )
@@ -34,6 +35,12 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, optional bool) (m
 		} else {
 			return nil, fault.New(fault.KindBadRequest, "empty_body", "Send a JSON object body.", "request body is empty")
 		}
+	}
+	// JSON is UTF-8 (RFC 8259). encoding/json lets invalid bytes through into
+	// json.RawMessage fields, which PostgreSQL then refuses as text.
+	if !utf8.Valid(body) {
+		return nil, fault.New(fault.KindBadRequest, "malformed_json", "Send the body as UTF-8 encoded JSON.",
+			"request body is not valid UTF-8")
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {

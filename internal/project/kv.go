@@ -89,6 +89,15 @@ func (s *Service) KVList(ctx context.Context, p *store.Project, prefix string, l
 	if len(prefix) > MaxKVKeyBytes {
 		return nil, fault.Invalid("invalid_prefix", "Use a prefix of at most 256 bytes.", "prefix too long")
 	}
+	// No key holds invalid UTF-8 or control characters (validKey), and
+	// PostgreSQL refuses them in text: such a prefix is a client error, not a
+	// store failure.
+	if prefix != "" {
+		if err := validKey(prefix); err != nil {
+			return nil, fault.Invalid("invalid_prefix", "Use a UTF-8 prefix without control characters.",
+				"prefix must be UTF-8 without control characters")
+		}
+	}
 	es, err := s.store.KVList(ctx, &store.KVListParams{ProjectID: p.ID, Prefix: prefix, Limit: limit, Now: s.clock.Now()})
 	if err != nil {
 		return nil, fmt.Errorf("kv list: %w", err)

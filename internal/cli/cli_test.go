@@ -1,0 +1,451 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/cli"
+	"github.com/skiffhq/skiff/internal/httpapi/apitest"
+	"github.com/skiffhq/skiff/internal/store/postgres/pgtest"
+)
+
+// runMain runs the command line in-process.
+func runMain(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = cli.Main(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+var keyRe = regexp.MustCompile(`^flk_[A-Z2-7]{52}\n$`)
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args  []string
+		code  int
+		flags []string // each must be explained with its environment twin
+		words []string // other things the help must name
+	}{
+		{[]string{"--help"}, 0, nil, []string{"server", "admin", "version", "--help"}},
+		{[]string{"help"}, 0, nil, []string{"server", "admin", "version"}},
+		{[]string{}, 2, nil, []string{"server", "admin"}},
+		{[]string{"server", "--help"}, 0, []string{"data-dir", "database-url", "listen", "drain-timeout", "log-level"},
+			[]string{"SIGTERM", "migrate"}},
+		{[]string{"server", "-h"}, 0, []string{"data-dir", "database-url", "listen", "drain-timeout", "log-level"}, nil},
+		{[]string{"server", "migrate", "--help"}, 0, []string{"data-dir", "database-url"}, nil},
+		{[]string{"admin", "--help"}, 0, nil, []string{"create-key", "grant-credit", "skiff admin <command> --help"}},
+		{[]string{"admin"}, 2, nil, []string{"create-key", "grant-credit"}},
+		{[]string{"admin", "create-key", "--help"}, 0, []string{"data-dir", "database-url", "account", "role"}, []string{"member", "viewer", "admin"}},
+		{[]string{"admin", "grant-credit", "--help"}, 0, []string{"data-dir", "database-url", "account", "usd", "note"}, nil},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := runMain(tc.args...)
+			if code != tc.code {
+				t.Errorf("got exit %d, want %d; stderr: %s", code, tc.code, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("got stdout %q, want help on stderr only", stdout)
+			}
+			for _, w := range tc.words {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("help does not mention %q:\n%s", w, stderr)
+				}
+			}
+			for _, f := range tc.flags {
+				if !explains(stderr, f) {
+					t.Errorf("help does not explain -%s with its environment twin:\n%s", f, stderr)
+				}
+			}
+			if tc.flags != nil {
+				// No flag goes unexplained: every "-name" entry has a
+				// description and names its environment twin.
+				for _, m := range regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(stderr, -1) {
+					if !explains(stderr, m[1]) {
+						t.Errorf("help lists -%s without explaining it and its environment twin:\n%s", m[1], stderr)
+					}
+				}
+			}
+		})
+	}
+	code, _, stderr := runMain("frobnicate")
+	if code != 2 || !strings.Contains(stderr, `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: got exit %d, stderr %q; want 2 naming it", code, stderr)
+	}
+	code, stdout, _ := runMain("version")
+	if code != 0 || strings.TrimSpace(stdout) != cli.Version {
+		t.Errorf("version: got exit %d, stdout %q; want 0 and %q", code, stdout, cli.Version)
+	}
+}
+
+// explains reports whether help has an entry for flag -name: the flag line
+// and an indented description naming the environment twin.
+func explains(help, name string) bool {
+	twin := "SKIFF_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	lines := strings.Split(help, "\n")
+	for i, l := range lines {
+		if !regexp.MustCompile(`^  -` + regexp.QuoteMeta(name) + `(\s|$)`).MatchString(l) {
+			continue
+		}
+		desc := strings.TrimSpace(strings.TrimPrefix(l, "  -"+name))
+		for j := i + 1; j < len(lines) && strings.HasPrefix(lines[j], "    "); j++ {
+			desc += " " + strings.TrimSpace(lines[j])
+		}
+		return strings.Contains(desc, twin) && len(desc) > len(twin)+10
+	}
+	return false
+}
+
+func TestAdminErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no account", []string{"create-key", "--data-dir", dir}, 1, "--account is required"},
+		{"unknown role", []string{"create-key", "--data-dir", dir, "--account", "a", "--role", "owner"}, 1, "role"},
+		{"bad account name", []string{"create-key", "--data-dir", dir, "--account", "bad name!"}, 1, "account name"},
+		{"unknown flag", []string{"create-key", "--bogus"}, 2, "flag provided but not defined"},
+		{"no amount", []string{"grant-credit", "--data-dir", dir, "--account", "a"}, 1, "--usd"},
+		{"exponent amount", []string{"grant-credit", "--data-dir", dir, "--account", "a", "--usd", "1e3"}, 1, "decimal"},
+		{"negative amount", []string{"grant-credit", "--data-dir", dir, "--account", "a", "--usd", "-5"}, 1, "positive"},
+		{"zero amount", []string{"grant-credit", "--data-dir", dir, "--account", "a", "--usd", "0"}, 1, "positive"},
+		{"7 decimals", []string{"grant-credit", "--data-dir", dir, "--account", "a", "--usd", "0.0000001"}, 1, "decimal"},
+		{"unknown command", []string{"nope"}, 2, "create-key"},
+		{"not a postgres URL", []string{"create-key", "--database-url", "mysql://x", "--account", "a"}, 1, "postgres://"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := skiff(t, nil, append([]string{"admin"}, tc.args...)...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("got exit %d, stderr %q; want %d mentioning %q", r.code, r.stderr, tc.code, tc.want)
+			}
+			if r.stdout != "" {
+				t.Errorf("got stdout %q, want nothing on a failure", r.stdout)
+			}
+		})
+	}
+}
+
+// `admin create-key` prints only a key, and that key works at once against
+// a server running on the same data dir; `admin grant-credit` prints the
+// balance the server then shows.
+func TestAdminAgainstRunningServer(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0")
+
+	r := skiff(t, nil, "admin", "create-key", "--data-dir", dir, "--account", "acme")
+	if r.code != 0 || !keyRe.MatchString(r.stdout) {
+		t.Fatalf("create-key: got exit %d, stdout %q, stderr %q; want 0 and one flk_ key line", r.code, r.stdout, r.stderr)
+	}
+	member := strings.TrimSpace(r.stdout)
+	c := srv.client(t, member)
+	var bal struct {
+		Account struct{ Name, Role string } `json:"account"`
+		Balance map[string]json.Number      `json:"balance"`
+	}
+	c.Get(t, "/api/v1/account/balance").JSON(t, http.StatusOK, &bal)
+	if bal.Account.Name != "acme" || bal.Account.Role != "member" || bal.Balance["available_usd"] != "0" {
+		t.Errorf("new key: got %+v, want account acme, role member, balance 0", bal)
+	}
+	c.Post(t, "/api/v1/projects", map[string]any{"name": "p1"}).Want(t, http.StatusCreated)
+
+	r = skiff(t, nil, "admin", "create-key", "--data-dir", dir, "--account", "acme", "--role", "viewer")
+	if r.code != 0 || !keyRe.MatchString(r.stdout) {
+		t.Fatalf("create-key --role viewer: got exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	viewer := srv.client(t, strings.TrimSpace(r.stdout))
+	viewer.Get(t, "/api/v1/projects/p1").Want(t, http.StatusOK)
+	viewer.Post(t, "/api/v1/projects", map[string]any{"name": "p2"}).Fail(t, http.StatusForbidden)
+
+	for _, tc := range []struct{ usd, want string }{{"12.5", "12.5"}, {"0.000001", "12.500001"}, {"7", "19.500001"}} {
+		r = skiff(t, nil, "admin", "grant-credit", "--data-dir", dir, "--account", "acme", "--usd", tc.usd, "--note", "beta")
+		if r.code != 0 || r.stdout != tc.want+"\n" {
+			t.Fatalf("grant-credit %s: got exit %d, stdout %q, stderr %q; want %q", tc.usd, r.code, r.stdout, r.stderr, tc.want)
+		}
+		c.Get(t, "/api/v1/account/balance").JSON(t, http.StatusOK, &bal)
+		if bal.Balance["available_usd"].String() != tc.want || bal.Balance["ledger_balance_usd"].String() != tc.want {
+			t.Errorf("after grant-credit %s: got balance %v, want available and ledger %s", tc.usd, bal.Balance, tc.want)
+		}
+	}
+	// A grant to a new account creates it; its first key sees the money.
+	r = skiff(t, nil, "admin", "grant-credit", "--data-dir", dir, "--account", "newco", "--usd", "5")
+	if r.code != 0 || r.stdout != "5\n" {
+		t.Fatalf("grant-credit to a new account: got exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = skiff(t, nil, "admin", "create-key", "--data-dir", dir, "--account", "newco")
+	srv.client(t, strings.TrimSpace(r.stdout)).Get(t, "/api/v1/account/balance").JSON(t, http.StatusOK, &bal)
+	if bal.Account.Name != "newco" || bal.Balance["available_usd"] != "5" {
+		t.Errorf("newco: got %+v, want balance 5", bal)
+	}
+
+	if code := srv.stop(t, 10*time.Second); code != 0 {
+		t.Errorf("got exit %d after SIGTERM, want 0", code)
+	}
+}
+
+// Every flag has an environment twin; a flag on the command line wins.
+func TestEnvironmentTwins(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "from-env")
+	env := envList("SKIFF_DATA_DIR", dir, "SKIFF_LISTEN", "127.0.0.1:0", "SKIFF_LOG_LEVEL", "debug")
+	srv := startServer(t, env)
+	if _, err := os.Stat(filepath.Join(dir, "skiff.db")); err != nil {
+		t.Errorf("SKIFF_DATA_DIR: got %v, want the database under %s", err, dir)
+	}
+	r := skiff(t, envList("SKIFF_DATA_DIR", dir), "admin", "create-key", "--account", "acme")
+	if r.code != 0 || !keyRe.MatchString(r.stdout) {
+		t.Fatalf("create-key with SKIFF_DATA_DIR: got exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	srv.client(t, strings.TrimSpace(r.stdout)).Get(t, "/api/v1/account/balance").Want(t, http.StatusOK)
+	if code := srv.stop(t, 10*time.Second); code != 0 {
+		t.Errorf("got exit %d, want 0", code)
+	}
+	if !strings.Contains(srv.logText(), `"level":"DEBUG"`) && !strings.Contains(srv.logText(), `"level":"INFO"`) {
+		t.Errorf("SKIFF_LOG_LEVEL=debug: got no JSON log")
+	}
+
+	// The command line wins over the environment.
+	flagDir := filepath.Join(t.TempDir(), "from-flag")
+	srv = startServer(t, envList("SKIFF_DATA_DIR", dir, "SKIFF_LISTEN", "256.0.0.1:1"), "--data-dir", flagDir, "--listen", "127.0.0.1:0")
+	if _, err := os.Stat(filepath.Join(flagDir, "skiff.db")); err != nil {
+		t.Errorf("--data-dir over SKIFF_DATA_DIR: got %v, want the database under %s", err, flagDir)
+	}
+	srv.stop(t, 10*time.Second)
+
+	// A bad value in the environment is an error that names the variable.
+	r = skiff(t, envList("SKIFF_DRAIN_TIMEOUT", "soon", "SKIFF_DATA_DIR", t.TempDir()), "server")
+	if r.code == 0 || !strings.Contains(r.stderr, "SKIFF_DRAIN_TIMEOUT") {
+		t.Errorf("bad SKIFF_DRAIN_TIMEOUT: got exit %d, stderr %q; want a failure naming it", r.code, r.stderr)
+	}
+	r = skiff(t, envList("SKIFF_LOG_LEVEL", "loud", "SKIFF_DATA_DIR", t.TempDir()), "server")
+	if r.code == 0 || !strings.Contains(r.stderr, "log-level") {
+		t.Errorf("bad SKIFF_LOG_LEVEL: got exit %d, stderr %q; want a failure naming it", r.code, r.stderr)
+	}
+}
+
+// SIGTERM stops accepting, finishes the request in flight, and exits 0.
+func TestSIGTERMDrainsInFlightRequest(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--drain-timeout", "20s")
+	r := skiff(t, nil, "admin", "create-key", "--data-dir", dir, "--account", "acme")
+	key := strings.TrimSpace(r.stdout)
+	srv.client(t, key).Post(t, "/api/v1/projects", map[string]any{"name": "p1"}).Want(t, http.StatusCreated)
+
+	// A PUT whose body arrives in two halves: the handler is still reading
+	// it when SIGTERM comes.
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest(http.MethodPut, srv.URL+"/api/v1/projects/p1/kv/inflight", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		answered <- answer{resp.StatusCode, string(b), err}
+	}()
+	if _, err := pw.Write([]byte(`{"value": {"half": `)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // let the handler start reading
+
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	srv.waitLog(t, "shutting down", 10*time.Second)
+	// Shutdown has begun: new connections are refused...
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := http.Get(srv.URL + "/health")
+		if err != nil {
+			break
+		}
+		resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the server still accepts connections 5s after SIGTERM")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case <-srv.done:
+		t.Fatal("the server exited with a request in flight")
+	default:
+	}
+	// ...and the request in flight still completes.
+	finished := time.Now()
+	if _, err := pw.Write([]byte(`2}}`)); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	select {
+	case a := <-answered:
+		if a.err != nil || a.status != http.StatusOK || !strings.Contains(a.body, `"value":{"half":2}`) {
+			t.Errorf("in-flight PUT: got %d %s (%v), want 200 with the value", a.status, a.body, a.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the in-flight request got no answer")
+	}
+	if code := srv.wait(t, 5*time.Second); code != 0 {
+		t.Errorf("got exit %d after SIGTERM, want 0", code)
+	}
+	t.Logf("exited %s after the in-flight request finished", time.Since(finished).Round(time.Millisecond))
+	srv.waitLog(t, "stopped", time.Second)
+
+	// The write made it to the store.
+	srv = startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0")
+	var e struct {
+		Value json.RawMessage `json:"value"`
+	}
+	srv.client(t, key).Get(t, "/api/v1/projects/p1/kv/inflight").JSON(t, http.StatusOK, &e)
+	if string(e.Value) != `{"half":2}` {
+		t.Errorf("after restart: got value %s, want {\"half\":2}", e.Value)
+	}
+	srv.stop(t, 10*time.Second)
+}
+
+// A restart on the same data dir keeps projects, shared state and keys.
+func TestRestartKeepsEverything(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0")
+	r := skiff(t, nil, "admin", "create-key", "--data-dir", dir, "--account", "acme")
+	member := strings.TrimSpace(r.stdout)
+	r = skiff(t, nil, "admin", "create-key", "--data-dir", dir, "--account", "acme", "--role", "viewer")
+	viewer := strings.TrimSpace(r.stdout)
+	skiff(t, nil, "admin", "grant-credit", "--data-dir", dir, "--account", "acme", "--usd", "3.25")
+
+	c := srv.client(t, member)
+	c.Post(t, "/api/v1/projects", map[string]any{"name": "keep", "env": map[string]string{"A": "1"}, "setup_timeout_s": 90}).
+		Want(t, http.StatusCreated)
+	c.Post(t, "/api/v1/projects", map[string]any{"name": "keep2"}).Want(t, http.StatusCreated)
+	for _, kv := range []struct{ key, value string }{{"a", `1`}, {"b/c", `{"x": [true, null]}`}, {"ttl", `"soon"`}} {
+		body := `{"value": ` + kv.value + `}`
+		if kv.key == "ttl" {
+			body = `{"value": ` + kv.value + `, "ttl_s": 86400}`
+		}
+		c.Put(t, "/api/v1/projects/keep/kv/"+kv.key, json.RawMessage(body)).Want(t, http.StatusOK)
+	}
+	snapshot := func(c *apitest.Client) string {
+		t.Helper()
+		var b strings.Builder
+		for _, p := range []string{"/api/v1/projects", "/api/v1/projects/keep", "/api/v1/projects/keep2",
+			"/api/v1/projects/keep/kv", "/api/v1/projects/keep/status", "/api/v1/account/balance"} {
+			b.WriteString(p + " " + string(c.Get(t, p).Want(t, http.StatusOK).Body))
+		}
+		return b.String()
+	}
+	before := snapshot(c)
+	if code := srv.stop(t, 10*time.Second); code != 0 {
+		t.Fatalf("got exit %d, want 0", code)
+	}
+
+	srv = startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0")
+	c = srv.client(t, member)
+	if after := snapshot(c); after != before {
+		t.Errorf("after restart:\ngot  %s\nwant %s", after, before)
+	}
+	srv.client(t, viewer).Get(t, "/api/v1/projects/keep").Want(t, http.StatusOK)
+	srv.client(t, viewer).Delete(t, "/api/v1/projects/keep").Fail(t, http.StatusForbidden)
+	if code := srv.stop(t, 10*time.Second); code != 0 {
+		t.Errorf("got exit %d, want 0", code)
+	}
+}
+
+func TestServerMigrate(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "new", "nested")
+	for i := 0; i < 2; i++ {
+		r := skiff(t, nil, "server", "migrate", "--data-dir", dir)
+		if r.code != 0 || r.stdout != "migrated sqlite store\n" {
+			t.Fatalf("migrate #%d: got exit %d, stdout %q, stderr %q; want 0 and \"migrated sqlite store\"", i+1, r.code, r.stdout, r.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "skiff.db")); err != nil {
+		t.Fatalf("got %v, want the database created", err)
+	}
+	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0")
+	srv.stop(t, 10*time.Second)
+
+	r := skiff(t, envList("SKIFF_DATA_DIR", filepath.Join(t.TempDir(), "env")), "server", "migrate")
+	if r.code != 0 || r.stdout != "migrated sqlite store\n" {
+		t.Errorf("migrate with SKIFF_DATA_DIR: got exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// Startup on an empty data dir completes; the time it takes is logged, not
+// asserted.
+func TestStartupOnEmptyDataDir(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "empty")
+	start := time.Now()
+	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0")
+	t.Logf("skiff server on an empty data dir: /ready answered 200 after %s (startup_ms logged by the server: %v)",
+		time.Since(start).Round(time.Millisecond), srv.waitLog(t, "skiff server started", time.Second)["startup_ms"])
+	srv.client(t, "").Get(t, "/health").Want(t, http.StatusOK)
+	if code := srv.stop(t, 10*time.Second); code != 0 {
+		t.Errorf("got exit %d, want 0", code)
+	}
+}
+
+// The same commands work on PostgreSQL with --database-url.
+func TestPostgresStore(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	r := skiff(t, nil, "server", "migrate", "--database-url", url)
+	if r.code != 0 || r.stdout != "migrated postgres store\n" {
+		t.Fatalf("migrate: got exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	srv := startServer(t, envList("SKIFF_DATABASE_URL", url), "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0")
+	r = skiff(t, nil, "admin", "create-key", "--database-url", url, "--account", "acme")
+	if r.code != 0 || !keyRe.MatchString(r.stdout) {
+		t.Fatalf("create-key: got exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	key := strings.TrimSpace(r.stdout)
+	r = skiff(t, envList("SKIFF_DATABASE_URL", url), "admin", "grant-credit", "--account", "acme", "--usd", "2.5")
+	if r.code != 0 || r.stdout != "2.5\n" {
+		t.Fatalf("grant-credit: got exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	c := srv.client(t, key)
+	var bal struct {
+		Balance map[string]json.Number `json:"balance"`
+	}
+	c.Get(t, "/api/v1/account/balance").JSON(t, http.StatusOK, &bal)
+	if bal.Balance["available_usd"] != "2.5" {
+		t.Errorf("got balance %v, want available_usd 2.5", bal.Balance)
+	}
+	c.Post(t, "/api/v1/projects", map[string]any{"name": "pg"}).Want(t, http.StatusCreated)
+	if code := srv.stop(t, 10*time.Second); code != 0 {
+		t.Errorf("got exit %d, want 0", code)
+	}
+	srv = startServer(t, envList("SKIFF_DATABASE_URL", url), "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0")
+	srv.client(t, key).Get(t, "/api/v1/projects/pg").Want(t, http.StatusOK)
+	srv.stop(t, 10*time.Second)
+}

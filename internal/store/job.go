@@ -19,6 +19,9 @@ const (
 	JobCancelled JobStatus = "cancelled"
 )
 
+// JobStatuses lists every job status, in lifecycle order.
+var JobStatuses = []JobStatus{JobPlanning, JobQueued, JobRunning, JobCompleted, JobPartial, JobFailed, JobCancelled}
+
 // IsTerminal reports whether the job can no longer change.
 func (s JobStatus) IsTerminal() bool {
 	switch s {
@@ -162,13 +165,19 @@ type JobEvent struct {
 	CreatedAt time.Time
 }
 
+// JobCreateParams is a whole admission. The job is stored with its given
+// Status (planning or queued; not terminal), TaskCount = len(Tasks), and
+// UpdatedAt = SubmittedAt. Each task is stored queued with its ID, Index,
+// Payload, Meta and Requirements; its Priority and SubmittedAt are the job's,
+// so that a job's tasks queue together. Event.JobID may be left empty.
 type JobCreateParams struct {
 	Job   Job
 	Tasks []Task
 	Event JobEvent
 }
 
-// JobListParams filters GET /jobs. Zero values mean "any".
+// JobListParams filters GET /jobs. Zero values mean "any"; Since is
+// inclusive; Limit <= 0 means no limit.
 type JobListParams struct {
 	AccountID string
 	Statuses  []JobStatus
@@ -182,7 +191,10 @@ type JobListParams struct {
 }
 
 // JobSetStatusParams is a guarded job transition; From lists the statuses
-// the job may be in.
+// the job may be in (nil: any). Only the statuses of From that JobTransitions
+// allows to move to To are accepted. Error, RecommendedAction and Summary
+// replace the stored values when set. Moving to running sets StartedAt (once);
+// moving to a terminal status sets FinishedAt.
 type JobSetStatusParams struct {
 	ID                string
 	From              []JobStatus
@@ -194,7 +206,9 @@ type JobSetStatusParams struct {
 }
 
 // TaskClaimParams picks the next queued task a host can run: highest
-// priority first, then oldest, and creates its attempt.
+// priority first, then oldest job, then lowest index, among jobs that are
+// queued or running (a planning job is not yet dispatched), and creates its
+// attempt with number = the task's new attempt count and status assigned.
 type TaskClaimParams struct {
 	HostID          string
 	AttemptID       string
@@ -203,7 +217,9 @@ type TaskClaimParams struct {
 }
 
 // AttemptFinishParams records how an attempt ended and moves its task on:
-// TaskStatus is queued (retry or free requeue) or terminal.
+// TaskStatus is queued (retry or free requeue) or terminal, and a terminal
+// task gets CompletedAt = Now. Result, Output and ErrorText replace the
+// task's values when set; ExitCode, when set, becomes the task's exit code.
 type AttemptFinishParams struct {
 	AttemptID     string
 	Status        AttemptStatus
@@ -220,37 +236,69 @@ type AttemptFinishParams struct {
 	Now           time.Time
 }
 
+// TaskSetProgressParams records what a running task reported so far.
+type TaskSetProgressParams struct {
+	TaskID   string
+	Progress json.RawMessage // replaces latest_progress when set
+	Output   *string         // replaces the output when set
+	Now      time.Time
+}
+
+// JobStore keeps jobs, tasks, attempts and job events.
+//
+// Lock order: on PostgreSQL the write methods lock rows task, then attempt,
+// then job. A transaction combining several of them should call them in that
+// order (TaskCancelOpen before JobSetStatus when cancelling; AttemptFinish
+// before JobSetStatus when a task's end ends its job), or two such
+// transactions may deadlock and one of them fail.
 type JobStore interface {
 	// JobCreate stores the job, its tasks and its first event together.
 	JobCreate(ctx context.Context, p *JobCreateParams) (*Job, error)
 	// JobGet finds a job of one account; another account's is not found.
 	JobGet(ctx context.Context, accountID, id string) (*Job, error)
+	// JobGetByID finds a job whatever its account: for the controller's own
+	// work (dispatch, recovery), never for a caller's request.
+	JobGetByID(ctx context.Context, id string) (*Job, error)
 	// JobList returns one page and the total matching.
 	JobList(ctx context.Context, p *JobListParams) ([]*Job, int, error)
-	// JobSetStatus moves a job if it is in one of p.From; ErrConflict otherwise.
+	// JobSetStatus moves a job if it is in one of p.From and the move is in
+	// JobTransitions; ErrConflict otherwise, ErrNotFound when there is no job.
 	JobSetStatus(ctx context.Context, p *JobSetStatusParams) (*Job, error)
-	// JobListActiveByProject counts queued, planning and running jobs.
+	// ProjectActiveJobCount counts a project's planning, queued and running jobs.
 	ProjectActiveJobCount(ctx context.Context, projectID string) (int, error)
 
+	// TaskList lists a job's tasks by index.
 	TaskList(ctx context.Context, jobID string) ([]*Task, error)
+	TaskGet(ctx context.Context, id string) (*Task, error)
+	// TaskCountByStatus counts a job's tasks per status (absent: none), so
+	// that finishing one task of a large job need not list them all.
+	TaskCountByStatus(ctx context.Context, jobID string) (map[TaskStatus]int64, error)
 	// TaskClaim assigns the best queued task to a host, creating its attempt;
 	// ErrNotFound when nothing is queued.
 	TaskClaim(ctx context.Context, p *TaskClaimParams) (*Task, *Attempt, error)
-	// TaskSetProgress records a running task's latest progress and output.
-	TaskSetProgress(ctx context.Context, taskID string, progress json.RawMessage, output string, now time.Time) error
-	// TaskCancelOpen cancels every non-terminal task of a job and returns the
-	// ids of attempts that were running, to be killed.
+	// TaskSetProgress records a running task's latest progress and output;
+	// ErrConflict when the task is not running.
+	TaskSetProgress(ctx context.Context, p *TaskSetProgressParams) error
+	// TaskCancelOpen cancels every non-terminal task of a job, and its
+	// assigned or running attempts, and returns the ids of those attempts
+	// (sorted), to be killed.
 	TaskCancelOpen(ctx context.Context, jobID string, now time.Time) ([]string, error)
 
+	// AttemptList lists a job's attempts by task index, then number.
 	AttemptList(ctx context.Context, jobID string) ([]*Attempt, error)
+	// AttemptStart moves an assigned attempt to running; ErrConflict when it
+	// is not assigned.
 	AttemptStart(ctx context.Context, attemptID string, now time.Time) error
-	// AttemptFinish ends an attempt that is assigned or running; ErrConflict
-	// when it already ended.
+	// AttemptFinish ends an attempt that is assigned or running and moves its
+	// task (which must be running) to p.TaskStatus; ErrConflict when the
+	// attempt already ended.
 	AttemptFinish(ctx context.Context, p *AttemptFinishParams) (*Attempt, error)
 	// AttemptListOpen lists assigned or running attempts (of one host when
 	// hostID is set), for recovery after a restart or a lost host.
 	AttemptListOpen(ctx context.Context, hostID string) ([]*Attempt, error)
 
 	JobEventCreate(ctx context.Context, e *JobEvent) error
+	// JobEventList lists a job's events oldest first (ties in id order);
+	// limit <= 0 means all.
 	JobEventList(ctx context.Context, jobID string, limit int) ([]*JobEvent, error)
 }

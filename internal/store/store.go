@@ -40,4 +40,5 @@ type Querier interface {
 	PushStore
 	RuntimeStore
 	QuoteStore
+	JobStore
 }

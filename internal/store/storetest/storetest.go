@@ -39,6 +39,9 @@ func Run(t *testing.T, newStore Factory) {
 		"RuntimePreps":       testRuntimePreps,
 		"Quotes":             testQuotes,
 	}
+	for name, fn := range jobTests {
+		tests[name] = fn
+	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,24 @@
+-- name: TaskClaim
+-- PostgreSQL runs claims concurrently, so the pick locks the task it takes:
+-- FOR UPDATE SKIP LOCKED makes a concurrent claimer pass over a task another
+-- transaction holds instead of waiting for it (and then finding it taken),
+-- and a task that stopped being queued since this statement's snapshot fails
+-- the re-check on the locked row and the scan goes on to the next one. Only
+-- the task row is locked (OF t): the job is read, not held. Otherwise as the
+-- common query.
+-- Plan: with statistics, an ordered scan of tasks_dispatch that stops at the
+-- first dispatchable task (about 1 ms a claim with 10,000 queued). Before the
+-- tasks table is first analyzed (autovacuum does so within about a minute of
+-- it filling), the planner guesses it tiny and sorts the queued tasks of the
+-- dispatchable jobs instead: 5-15 ms a claim with 10,000 queued.
+UPDATE tasks SET status = 'running', attempts = attempts + 1, last_host_id = $1,
+       started_at = COALESCE(started_at, $2), updated_at = $2
+WHERE id = (
+        SELECT t.id FROM tasks t JOIN jobs j ON j.id = t.job_id
+        WHERE t.status = 'queued' AND j.status IN ('queued', 'running')
+        ORDER BY t.priority, t.submitted_at, t.job_id, t.idx
+        LIMIT 1
+        FOR UPDATE OF t SKIP LOCKED)
+RETURNING id, job_id, idx, status, payload, meta, requirements, priority, retries_used, infra_requeues,
+          declared_infra, attempts, result, output, error, latest_progress, exit_code, last_host_id,
+          submitted_at, started_at, completed_at, updated_at;

@@ -1,0 +1,211 @@
+-- Jobs, tasks, attempts and job events.
+--
+-- Three conventions let the Go code (sqldb/job.go, sqldb/sqlbuild.go) reuse
+-- these texts where a statement's shape depends on its input; values are
+-- always bound as parameters, never written into the text:
+--
+-- * List placeholder: a query's highest-numbered parameter, written once as
+--   "($N)" after IN, stands for a list; the Go code rewrites it to
+--   "($N, $N+1, ...)" with one parameter per value.
+-- * Repeated VALUES tuple: in a *Batch insert, the parameters below a stated
+--   number are shared by every row; the Go code repeats the VALUES tuple once
+--   per row, renumbering the other placeholders by their count for each row,
+--   so one statement inserts a whole batch.
+-- * Fragments (JobList*): each is numbered from $1 on its own; the Go code
+--   appends the ones a request needs and shifts their numbers after the
+--   parameters already bound.
+
+-- name: JobCreate
+INSERT INTO jobs (id, account_id, project_id, project_name, push_id, type, status, priority, request, payload,
+                  summary, error, recommended_action, client_ref, tags, meta, variant, task_count,
+                  submitted_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19)
+RETURNING id, account_id, project_id, project_name, push_id, type, status, priority, request, payload,
+          summary, error, recommended_action, client_ref, tags, meta, variant, task_count,
+          submitted_at, started_at, finished_at, updated_at;
+
+-- name: JobTagCreateBatch
+-- Shared: $1 job_id, $2 account_id. Per row: $3 tag.
+INSERT INTO job_tags (job_id, account_id, tag) VALUES ($1, $2, $3);
+
+-- name: TaskCreateBatch
+-- Shared: $1 job_id, $2 priority, $3 submitted_at (also updated_at).
+-- Per row: $4 id, $5 idx, $6 payload, $7 meta, $8 requirements.
+INSERT INTO tasks (job_id, priority, submitted_at, updated_at, status, id, idx, payload, meta, requirements)
+VALUES ($1, $2, $3, $3, 'queued', $4, $5, $6, $7, $8);
+
+-- name: JobGet
+SELECT id, account_id, project_id, project_name, push_id, type, status, priority, request, payload,
+       summary, error, recommended_action, client_ref, tags, meta, variant, task_count,
+       submitted_at, started_at, finished_at, updated_at
+FROM jobs WHERE account_id = $1 AND id = $2;
+
+-- name: JobGetByID
+SELECT id, account_id, project_id, project_name, push_id, type, status, priority, request, payload,
+       summary, error, recommended_action, client_ref, tags, meta, variant, task_count,
+       submitted_at, started_at, finished_at, updated_at
+FROM jobs WHERE id = $1;
+
+-- name: JobExists
+SELECT COUNT(*) FROM jobs WHERE id = $1;
+
+-- name: JobListSelect
+SELECT id, account_id, project_id, project_name, push_id, type, status, priority, request, payload,
+       summary, error, recommended_action, client_ref, tags, meta, variant, task_count,
+       submitted_at, started_at, finished_at, updated_at
+FROM jobs WHERE account_id = $1
+
+-- name: JobListCount
+SELECT COUNT(*) FROM jobs WHERE account_id = $1
+
+-- name: JobListByStatus
+AND status IN ($1)
+
+-- name: JobListByProject
+AND project_id = $1
+
+-- name: JobListByType
+AND type = $1
+
+-- name: JobListByTag
+-- $1 is the account again: job_tags is keyed by account and tag.
+AND id IN (SELECT job_id FROM job_tags WHERE account_id = $1 AND tag = $2)
+
+-- name: JobListSince
+AND submitted_at >= $1
+
+-- name: JobListByID
+AND id IN ($1)
+
+-- name: JobListOrder
+-- Newest first; id breaks ties so that pages never overlap.
+ORDER BY submitted_at DESC, id DESC
+
+-- name: JobListPage
+LIMIT $1 OFFSET $2
+
+-- name: JobSetStatus
+-- $9 is the list of statuses the job may be in (see the list placeholder
+-- convention above). $6 sets started_at only if it is not set yet; $7 is the
+-- finish time for a terminal status and NULL otherwise.
+UPDATE jobs SET status = $2, error = COALESCE($3, error), recommended_action = COALESCE($4, recommended_action),
+       summary = COALESCE($5, summary), started_at = COALESCE(started_at, $6), finished_at = $7,
+       updated_at = $8
+WHERE id = $1 AND status IN ($9)
+RETURNING id, account_id, project_id, project_name, push_id, type, status, priority, request, payload,
+          summary, error, recommended_action, client_ref, tags, meta, variant, task_count,
+          submitted_at, started_at, finished_at, updated_at;
+
+-- name: ProjectActiveJobCount
+SELECT COUNT(*) FROM jobs WHERE project_id = $1 AND status IN ('planning', 'queued', 'running');
+
+-- name: TaskList
+SELECT id, job_id, idx, status, payload, meta, requirements, priority, retries_used, infra_requeues,
+       declared_infra, attempts, result, output, error, latest_progress, exit_code, last_host_id,
+       submitted_at, started_at, completed_at, updated_at
+FROM tasks WHERE job_id = $1 ORDER BY idx;
+
+-- name: TaskGet
+SELECT id, job_id, idx, status, payload, meta, requirements, priority, retries_used, infra_requeues,
+       declared_infra, attempts, result, output, error, latest_progress, exit_code, last_host_id,
+       submitted_at, started_at, completed_at, updated_at
+FROM tasks WHERE id = $1;
+
+-- name: TaskExists
+SELECT COUNT(*) FROM tasks WHERE id = $1;
+
+-- name: TaskCountByStatus
+SELECT status, COUNT(*) FROM tasks WHERE job_id = $1 GROUP BY status;
+
+-- name: TaskClaim
+-- Picks the first queued task in dispatch order (the partial index
+-- tasks_dispatch) whose job is queued or running, and takes it.
+-- SQLite: writes are serialised (one write connection, transactions begin
+-- IMMEDIATE), so no other claim can run between this pick and this update,
+-- and the caller's transaction holds the write lock until the attempt row is
+-- in. PostgreSQL overrides this query to lock the pick (FOR UPDATE SKIP LOCKED).
+UPDATE tasks SET status = 'running', attempts = attempts + 1, last_host_id = $1,
+       started_at = COALESCE(started_at, $2), updated_at = $2
+WHERE id = (
+        SELECT t.id FROM tasks t JOIN jobs j ON j.id = t.job_id
+        WHERE t.status = 'queued' AND j.status IN ('queued', 'running')
+        ORDER BY t.priority, t.submitted_at, t.job_id, t.idx
+        LIMIT 1)
+  AND status = 'queued'
+RETURNING id, job_id, idx, status, payload, meta, requirements, priority, retries_used, infra_requeues,
+          declared_infra, attempts, result, output, error, latest_progress, exit_code, last_host_id,
+          submitted_at, started_at, completed_at, updated_at;
+
+-- name: AttemptCreate
+INSERT INTO attempts (id, task_id, job_id, number, status, host_id, resource_profile, assigned_at, updated_at)
+VALUES ($1, $2, $3, $4, 'assigned', $5, $6, $7, $7)
+RETURNING id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
+          retry_decision, assigned_at, started_at, ended_at, updated_at;
+
+-- name: TaskSetProgress
+UPDATE tasks SET latest_progress = COALESCE($2, latest_progress), output = COALESCE($3, output), updated_at = $4
+WHERE id = $1 AND status = 'running';
+
+-- name: TaskCancelOpen
+-- Tasks before their attempts (see TaskFinishAttempt). On PostgreSQL this
+-- also catches a claim racing the cancel: the update waits for the claimer's
+-- lock on the task and then cancels it, and AttemptCancelOpen, a later
+-- statement with a fresh snapshot, sees and cancels the claimer's attempt.
+UPDATE tasks SET status = 'cancelled', completed_at = $2, updated_at = $2
+WHERE job_id = $1 AND status IN ('queued', 'running');
+
+-- name: AttemptCancelOpen
+UPDATE attempts SET status = 'cancelled', terminal_kind = 'cancelled', retry_decision = 'none',
+       ended_at = $2, updated_at = $2
+WHERE job_id = $1 AND status IN ('assigned', 'running')
+RETURNING id;
+
+-- name: AttemptList
+SELECT a.id, a.task_id, a.job_id, a.number, a.status, a.host_id, a.resource_profile, a.exit_code,
+       a.terminal_kind, a.retry_decision, a.assigned_at, a.started_at, a.ended_at, a.updated_at
+FROM attempts a JOIN tasks t ON t.id = a.task_id
+WHERE a.job_id = $1 ORDER BY t.idx, a.number;
+
+-- name: AttemptListOpen
+SELECT id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
+       retry_decision, assigned_at, started_at, ended_at, updated_at
+FROM attempts WHERE status IN ('assigned', 'running') ORDER BY assigned_at, id;
+
+-- name: AttemptListOpenByHost
+SELECT id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
+       retry_decision, assigned_at, started_at, ended_at, updated_at
+FROM attempts WHERE host_id = $1 AND status IN ('assigned', 'running') ORDER BY assigned_at, id;
+
+-- name: AttemptExists
+SELECT COUNT(*) FROM attempts WHERE id = $1;
+
+-- name: AttemptStart
+UPDATE attempts SET status = 'running', started_at = $2, updated_at = $2
+WHERE id = $1 AND status = 'assigned';
+
+-- name: TaskFinishAttempt
+-- The first half of AttemptFinish: moves the running task of the open
+-- attempt $1 on. It runs before AttemptFinish so that every write path takes
+-- its row locks in one order, task then attempt (TaskCancelOpen does too),
+-- and concurrent finishing and cancelling cannot deadlock on PostgreSQL.
+-- $10 is the completion time for a terminal status and NULL for a requeue.
+UPDATE tasks SET status = $2, retries_used = $3, infra_requeues = $4, declared_infra = $5,
+       result = COALESCE($6, result), output = COALESCE($7, output), error = COALESCE($8, error),
+       exit_code = COALESCE($9, exit_code), completed_at = $10, updated_at = $11
+WHERE id = (SELECT task_id FROM attempts WHERE id = $1 AND status IN ('assigned', 'running'))
+  AND status = 'running';
+
+-- name: AttemptFinish
+UPDATE attempts SET status = $2, terminal_kind = $3, retry_decision = $4, exit_code = $5, ended_at = $6,
+       updated_at = $6
+WHERE id = $1 AND status IN ('assigned', 'running')
+RETURNING id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
+          retry_decision, assigned_at, started_at, ended_at, updated_at;
+
+-- name: JobEventCreate
+INSERT INTO job_events (id, job_id, task_id, attempt_id, kind, data, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7);
+
+-- name: JobEventList
+SELECT id, job_id, task_id, attempt_id, kind, data, created_at
+FROM job_events WHERE job_id = $1 ORDER BY created_at, id LIMIT $2;

@@ -1,0 +1,216 @@
+// Package job owns jobs: admission of submissions into jobs and tasks, their
+// lifecycle (section 3.1 of the spec), and the views the API shows.
+//
+// Execution (the scheduler and the hosts that run attempts) lands on top of
+// this: tasks wait in "queued" until a host claims them through the store.
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/fault"
+	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/job/expand"
+	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// Service admits and reads jobs.
+type Service struct {
+	store  store.Store
+	clock  clock.Clock
+	log    *slog.Logger
+	limits submit.Limits
+}
+
+// Config wires a Service.
+type Config struct {
+	Store  store.Store
+	Clock  clock.Clock
+	Logger *slog.Logger
+	Limits submit.Limits
+}
+
+func New(cfg Config) *Service {
+	return &Service{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, limits: cfg.Limits}
+}
+
+var priorities = map[string]int{
+	apiv1.PriorityHigh: store.PriorityHigh, apiv1.PriorityNormal: store.PriorityNormal, apiv1.PriorityLow: store.PriorityLow,
+}
+
+// Submit validates a submission and stores the job, its tasks and its first
+// events in one transaction. A job without dependencies is queued at once;
+// one with dependencies stays planning until they end.
+func (s *Service) Submit(ctx context.Context, accountID string, js *apiv1.JobSubmit) (*store.Job, error) {
+	sub, err := submit.Validate(js, s.limits)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.store.ProjectGetByName(ctx, accountID, sub.Project)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fault.Invalid("unknown_project", "Create the project (POST /api/v1/projects) and push its code first.",
+			"project %q does not exist", sub.Project).With("field", "project")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("project: %w", err)
+	}
+	rev, err := s.store.PushLatestPublished(ctx, p.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fault.Invalid("project_not_published",
+			"Push the project (POST /api/v1/projects/"+p.Name+"/push) and wait until its push is published, then resend.",
+			"project %q has no published revision yet", p.Name).With("field", "project")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("published revision: %w", err)
+	}
+	for i, dep := range sub.DependsOn {
+		if _, err := s.store.JobGet(ctx, accountID, dep); errors.Is(err, store.ErrNotFound) {
+			return nil, fault.Invalid("unknown_dependency", "List only job ids of this account in depends_on.",
+				"depends_on[%d]: job %q not found", i, dep).With("field", fmt.Sprintf("depends_on[%d]", i))
+		} else if err != nil {
+			return nil, fmt.Errorf("dependency: %w", err)
+		}
+	}
+	expanded, err := expand.Tasks(&sub.Expand)
+	if err != nil {
+		var fe *expand.FieldError
+		if errors.As(err, &fe) {
+			return nil, fault.Invalid("invalid_fan_out", "Fix the field named in details and resend.", "%s", fe.Error()).
+				With("field", fe.Field)
+		}
+		return nil, err
+	}
+	now := s.clock.Now()
+	status := store.JobQueued
+	if len(sub.DependsOn) > 0 {
+		status = store.JobPlanning
+	}
+	request, err := json.Marshal(sub)
+	if err != nil {
+		return nil, err
+	}
+	requirements, _ := json.Marshal(sub.Requirements.API())
+	job := store.Job{
+		ID: id.New(id.Job), AccountID: accountID, ProjectID: p.ID, ProjectName: p.Name, PushID: rev.ID,
+		Type: string(sub.Type), Status: status, Priority: priorities[sub.Priority], Request: request,
+		Payload: sub.Payload, Summary: json.RawMessage(`{}`), ClientRef: sub.ClientRef, Tags: sub.Tags,
+		Meta: sub.Meta, Variant: sub.Variant, TaskCount: int64(len(expanded)), SubmittedAt: now, UpdatedAt: now,
+	}
+	tasks := make([]store.Task, len(expanded))
+	for i, t := range expanded {
+		meta, _ := json.Marshal(t.Meta)
+		tasks[i] = store.Task{
+			ID: id.New(id.Task), JobID: job.ID, Index: int64(t.Index), Status: store.TaskQueued, Payload: t.Payload,
+			Meta: meta, Requirements: requirements, Priority: job.Priority, SubmittedAt: now, UpdatedAt: now,
+		}
+	}
+	event, _ := json.Marshal(map[string]any{"status": status, "task_count": len(tasks), "revision": rev.ContentHash})
+	var created *store.Job
+	err = s.store.InTx(ctx, func(q store.Querier) error {
+		created, err = q.JobCreate(ctx, &store.JobCreateParams{Job: job, Tasks: tasks,
+			Event: store.JobEvent{ID: id.New(id.Event), JobID: job.ID, Kind: "job.submitted", Data: event, CreatedAt: now}})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store job: %w", err)
+	}
+	s.log.InfoContext(ctx, "job submitted", "job", created.ID, "project", p.ID, "tasks", len(tasks), "status", status)
+	return created, nil
+}
+
+// Get finds a job of the account; another account's job is not found.
+func (s *Service) Get(ctx context.Context, accountID, jobID string) (*store.Job, error) {
+	j, err := s.store.JobGet(ctx, accountID, jobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fault.NotFound("job", jobID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get job: %w", err)
+	}
+	return j, nil
+}
+
+// ProjectActiveJobCount implements project.ActiveJobCounter.
+func (s *Service) ProjectActiveJobCount(ctx context.Context, projectID string) (int, error) {
+	return s.store.ProjectActiveJobCount(ctx, projectID)
+}
+
+// Cancel cancels a job that is not terminal: its open tasks are cancelled in
+// the same transaction and their running attempts are returned to be killed.
+func (s *Service) Cancel(ctx context.Context, accountID, jobID, reason string) (*store.Job, []string, error) {
+	if _, err := s.Get(ctx, accountID, jobID); err != nil {
+		return nil, nil, err
+	}
+	now := s.clock.Now()
+	var job *store.Job
+	var running []string
+	err := s.store.InTx(ctx, func(q store.Querier) error {
+		// Tasks before the job: the store's lock order (task, attempt, job).
+		var err error
+		if running, err = q.TaskCancelOpen(ctx, jobID, now); err != nil {
+			return err
+		}
+		job, err = q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: jobID,
+			From: []store.JobStatus{store.JobPlanning, store.JobQueued, store.JobRunning}, To: store.JobCancelled,
+			Error: "cancelled: " + reason, RecommendedAction: "Resubmit the job if you still need its results.", Now: now})
+		if err != nil {
+			return err
+		}
+		data, _ := json.Marshal(map[string]any{"reason": reason, "killed_attempts": len(running)})
+		return q.JobEventCreate(ctx, &store.JobEvent{ID: id.New(id.Event), JobID: jobID, Kind: "job.cancelled", Data: data, CreatedAt: now})
+	})
+	if errors.Is(err, store.ErrConflict) {
+		cur, gerr := s.Get(ctx, accountID, jobID)
+		if gerr != nil {
+			return nil, nil, gerr
+		}
+		return nil, nil, fault.Conflict("job_terminal", "Nothing to cancel; read its results instead.",
+			"job %s is already %s", jobID, cur.Status).With("status", string(cur.Status))
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("cancel job: %w", err)
+	}
+	return job, running, nil
+}
+
+// List pages the account's jobs.
+func (s *Service) List(ctx context.Context, p *store.JobListParams) ([]*store.Job, int, error) {
+	jobs, total, err := s.store.JobList(ctx, p)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list jobs: %w", err)
+	}
+	return jobs, total, nil
+}
+
+// Tasks lists a job's tasks with their attempts.
+func (s *Service) Tasks(ctx context.Context, j *store.Job) ([]*store.Task, map[string][]*store.Attempt, error) {
+	tasks, err := s.store.TaskList(ctx, j.ID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list tasks: %w", err)
+	}
+	attempts, err := s.store.AttemptList(ctx, j.ID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list attempts: %w", err)
+	}
+	byTask := map[string][]*store.Attempt{}
+	for _, a := range attempts {
+		byTask[a.TaskID] = append(byTask[a.TaskID], a)
+	}
+	return tasks, byTask, nil
+}
+
+// Events lists a job's lifecycle events, oldest first.
+func (s *Service) Events(ctx context.Context, j *store.Job, limit int) ([]*store.JobEvent, error) {
+	evs, err := s.store.JobEventList(ctx, j.ID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return evs, nil
+}

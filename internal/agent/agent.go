@@ -1,0 +1,381 @@
+// Package agent is the host side of the controller protocol
+// (internal/agentproto): it registers, long-polls the controller for
+// attempts, runs each in a sandbox driver and reports what happened. It
+// only ever dials out.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/ociimage"
+	"github.com/skiffhq/skiff/internal/sandbox"
+)
+
+// Controller is the agent's view of the controller. HTTPController
+// implements it over agentproto's endpoints; tests may fake it.
+type Controller interface {
+	Register(ctx context.Context, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error)
+	// Lease long-polls for work; it is also the heartbeat.
+	Lease(ctx context.Context, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error)
+	// Report delivers one event; nil means the controller acknowledged it.
+	Report(ctx context.Context, ev *agentproto.AttemptEvent) error
+}
+
+// ErrUnknownHost is returned (wrapped) by a Controller when the controller
+// does not know the host id; the agent registers again.
+var ErrUnknownHost = errors.New("controller does not know this host")
+
+// Defaults filled in by New.
+const (
+	DefaultLeaseWait        = 30 * time.Second
+	DefaultLeaseSlack       = 15 * time.Second
+	DefaultMinBackoff       = 500 * time.Millisecond
+	DefaultMaxBackoff       = 30 * time.Second
+	DefaultProgressInterval = time.Second
+	DefaultShutdownGrace    = 30 * time.Second
+)
+
+// Config configures an Agent.
+type Config struct {
+	// Controller is where the agent registers and gets work.
+	Controller Controller
+	// Driver runs attempts.
+	Driver sandbox.Driver
+	// Images unpacks assignment images, once per digest. Its MountPoints
+	// should be sandbox.MountPoints().
+	Images *ociimage.Cache
+	// WorkRoot holds one directory per running attempt, removed when the
+	// attempt is reported.
+	WorkRoot string
+	// CacheRoot holds one cache directory per project
+	// (SKIFF_TASK_CACHE_DIR), shared by its attempts on this host.
+	CacheRoot string
+	// Slots is how many attempts run at once; 0 means runtime.NumCPU().
+	Slots int
+	// Profile describes the host; the zero value means DetectProfile().
+	Profile agentproto.ResourceProfile
+	// Capacity is what the host offers tasks; zero fields default to the
+	// profile's cpu_count, memory_total_mb and gpu_count, and Slots.
+	Capacity agentproto.Capacity
+
+	// LeaseWait is the long-poll wait asked of the controller, capped by
+	// the heartbeat interval it returns at registration.
+	LeaseWait time.Duration
+	// LeaseSlack is added to LeaseWait for the lease request's deadline.
+	LeaseSlack time.Duration
+	// MinBackoff and MaxBackoff bound the retry delay of failed controller
+	// calls (exponential with jitter).
+	MinBackoff, MaxBackoff time.Duration
+	// ProgressInterval is the least time between two progress events of
+	// an attempt.
+	ProgressInterval time.Duration
+	// ShutdownGrace bounds how long Run, once ctx is done, waits for
+	// killed attempts to stop and their finished reports to be delivered.
+	ShutdownGrace time.Duration
+
+	// Clock stamps events and outcomes' surroundings; nil means the system
+	// clock. Waits use real timers.
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Validate checks a configuration after defaults are applied.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Controller == nil {
+		errs = append(errs, errors.New("controller is required"))
+	}
+	if c.Driver == nil {
+		errs = append(errs, errors.New("driver is required"))
+	}
+	if c.Images == nil {
+		errs = append(errs, errors.New("image cache is required"))
+	}
+	if !filepath.IsAbs(c.WorkRoot) {
+		errs = append(errs, fmt.Errorf("work root %q: must be absolute", c.WorkRoot))
+	}
+	if !filepath.IsAbs(c.CacheRoot) {
+		errs = append(errs, fmt.Errorf("cache root %q: must be absolute", c.CacheRoot))
+	}
+	if c.Slots < 0 || c.LeaseWait < 0 || c.MinBackoff < 0 || c.MaxBackoff < c.MinBackoff || c.ProgressInterval < 0 {
+		errs = append(errs, errors.New("slots and durations must not be negative, max backoff not below min"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid agent config: %w", err)
+	}
+	return nil
+}
+
+// Agent runs a host. Create it with New and call Run once.
+type Agent struct {
+	cfg Config
+	log *slog.Logger
+	clk clock.Clock
+
+	mu       sync.Mutex
+	hostID   string
+	running  map[string]*attempt
+	wg       sync.WaitGroup // attempt goroutines (run and report)
+	shutdown bool
+}
+
+// New returns an agent for cfg, with defaults filled in.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Slots == 0 {
+		cfg.Slots = runtime.NumCPU()
+	}
+	if cfg.Profile == (agentproto.ResourceProfile{}) {
+		p, err := DetectProfile()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Profile = p
+	}
+	if cfg.Capacity.CPU == 0 {
+		cfg.Capacity.CPU = float64(cfg.Profile.CPUCount)
+	}
+	if cfg.Capacity.MemoryMB == 0 {
+		cfg.Capacity.MemoryMB = cfg.Profile.MemoryTotalMB
+	}
+	if cfg.Capacity.GPUs == 0 {
+		cfg.Capacity.GPUs = cfg.Profile.GPUCount
+	}
+	if cfg.Capacity.Slots == 0 {
+		cfg.Capacity.Slots = cfg.Slots
+	}
+	if cfg.LeaseWait == 0 {
+		cfg.LeaseWait = DefaultLeaseWait
+	}
+	if cfg.LeaseSlack == 0 {
+		cfg.LeaseSlack = DefaultLeaseSlack
+	}
+	if cfg.MinBackoff == 0 {
+		cfg.MinBackoff = DefaultMinBackoff
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.MinBackoff)
+	}
+	if cfg.ProgressInterval == 0 {
+		cfg.ProgressInterval = DefaultProgressInterval
+	}
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Agent{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, running: make(map[string]*attempt)}, nil
+}
+
+// HostID is the id the controller gave this host, "" before registration.
+func (a *Agent) HostID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hostID
+}
+
+// Run registers and serves the controller until ctx is done. Then it kills
+// the running attempts, waits up to ShutdownGrace for their finished
+// reports, and returns ctx's error.
+func (a *Agent) Run(ctx context.Context) error {
+	// Reports outlive ctx by the shutdown grace, so that attempts killed
+	// by the shutdown are still reported.
+	reportCtx, cancelReports := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelReports()
+	// Attempts get their own parent so that shutdown can tell its kills
+	// apart from the controller's.
+	attemptCtx, killAll := context.WithCancel(context.WithoutCancel(ctx))
+	defer killAll()
+
+	err := a.loop(ctx, attemptCtx, reportCtx)
+
+	a.mu.Lock()
+	a.shutdown = true
+	for _, at := range a.running {
+		at.kill(true)
+	}
+	a.mu.Unlock()
+	done := make(chan struct{})
+	go func() { a.wg.Wait(); close(done) }()
+	t := time.NewTimer(a.cfg.ShutdownGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		a.log.Warn("shutdown grace expired with reports undelivered")
+		cancelReports()
+		<-done
+	}
+	return err
+}
+
+func (a *Agent) loop(ctx, attemptCtx, reportCtx context.Context) error {
+	var b backoff
+	interval := a.cfg.LeaseWait
+	for {
+		if a.HostID() == "" {
+			resp, err := a.cfg.Controller.Register(ctx, &agentproto.RegisterRequest{
+				ProtocolVersion: agentproto.ProtocolVersion,
+				Driver:          a.cfg.Driver.Name(),
+				Profile:         a.cfg.Profile,
+				Capacity:        a.cfg.Capacity,
+				Running:         a.runningIDs(),
+			})
+			if err == nil && resp.HostID == "" {
+				err = errors.New("controller returned no host id")
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				d := b.next(a.cfg.MinBackoff, a.cfg.MaxBackoff)
+				a.log.Warn("register failed", "err", err, "retry_in", d)
+				if !sleep(ctx, d) {
+					return ctx.Err()
+				}
+				continue
+			}
+			b.reset()
+			a.mu.Lock()
+			a.hostID = resp.HostID
+			a.mu.Unlock()
+			interval = a.cfg.LeaseWait
+			if hb := time.Duration(resp.HeartbeatIntervalS) * time.Second; hb > 0 && hb < interval {
+				interval = hb
+			}
+			a.log.Info("registered", "host_id", resp.HostID, "protocol_version", resp.ProtocolVersion)
+		}
+
+		req := a.leaseRequest(interval)
+		lctx, cancel := context.WithTimeout(ctx, interval+a.cfg.LeaseSlack)
+		resp, err := a.cfg.Controller.Lease(lctx, req)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, ErrUnknownHost) {
+				a.log.Warn("controller forgot this host; registering again", "host_id", req.HostID)
+				a.mu.Lock()
+				a.hostID = ""
+				a.mu.Unlock()
+				continue
+			}
+			d := b.next(a.cfg.MinBackoff, a.cfg.MaxBackoff)
+			a.log.Warn("lease failed", "err", err, "retry_in", d)
+			if !sleep(ctx, d) {
+				return ctx.Err()
+			}
+			continue
+		}
+		b.reset()
+		for _, id := range resp.Cancel {
+			a.cancel(id)
+		}
+		for _, asg := range resp.Assignments {
+			a.start(attemptCtx, reportCtx, asg)
+		}
+	}
+}
+
+func (a *Agent) leaseRequest(wait time.Duration) *agentproto.LeaseRequest {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	free := a.cfg.Capacity
+	ids := make([]string, 0, len(a.running))
+	for id, at := range a.running {
+		ids = append(ids, id)
+		free.CPU -= at.asg.CPU
+		free.MemoryMB -= at.asg.MemoryMB
+		free.Slots--
+	}
+	free.CPU = max(free.CPU, 0)
+	free.MemoryMB = max(free.MemoryMB, 0)
+	free.Slots = max(free.Slots, 0)
+	return &agentproto.LeaseRequest{HostID: a.hostID, Free: free, Running: ids, WaitS: int(wait / time.Second)}
+}
+
+func (a *Agent) runningIDs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ids := make([]string, 0, len(a.running))
+	for id := range a.running {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// cancel stops a running attempt at the controller's request.
+func (a *Agent) cancel(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if at, ok := a.running[id]; ok {
+		a.log.Info("cancelling attempt", "attempt_id", id)
+		at.kill(false)
+	}
+}
+
+// start runs asg in its own goroutines, unless it already runs. An
+// assignment beyond the free slots is reported back at once as a host
+// error, so the controller requeues it.
+func (a *Agent) start(attemptCtx, reportCtx context.Context, asg agentproto.Assignment) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, dup := a.running[asg.AttemptID]; dup {
+		a.log.Warn("assignment already running", "attempt_id", asg.AttemptID)
+		return
+	}
+	ctx, cancel := context.WithCancel(attemptCtx)
+	at := &attempt{a: a, asg: asg, cancelCtx: cancel, out: &output{}}
+	at.rep = newReporter(a, asg.AttemptID, at.out.tail)
+	at.out.progress = at.rep.progress
+	a.running[asg.AttemptID] = at
+	a.wg.Add(2)
+	go func() {
+		defer a.wg.Done()
+		at.rep.loop(reportCtx)
+		// Only once the controller has the finished event does the
+		// attempt stop counting as running.
+		a.mu.Lock()
+		delete(a.running, asg.AttemptID)
+		a.mu.Unlock()
+	}()
+	refuse := ""
+	if a.shutdown {
+		refuse = "host is shutting down"
+	} else if len(a.running) > a.cfg.Capacity.Slots {
+		refuse = "host has no free slot"
+	}
+	go func() {
+		defer a.wg.Done()
+		defer cancel()
+		at.run(ctx, refuse)
+	}()
+}
+
+// sleep waits d or until ctx is done; it reports whether it slept fully.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,188 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/sandbox"
+)
+
+// attempt is one assignment on this host.
+type attempt struct {
+	a         *Agent
+	asg       agentproto.Assignment
+	rep       *reporter
+	out       *output
+	cancelCtx context.CancelFunc
+
+	mu       sync.Mutex
+	shutdown bool // killed because the host shuts down, not by the controller
+}
+
+// kill stops the attempt; shutdown says whether the host is going away
+// (an infrastructure failure) rather than the controller cancelling it.
+// The caller may hold a.mu.
+func (at *attempt) kill(shutdown bool) {
+	at.mu.Lock()
+	at.shutdown = at.shutdown || shutdown
+	at.mu.Unlock()
+	at.cancelCtx()
+}
+
+func (at *attempt) killedByShutdown() bool {
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	return at.shutdown
+}
+
+// run executes the attempt and hands its outcome to the reporter. refuse,
+// when set, is a host error to report without running anything.
+func (at *attempt) run(ctx context.Context, refuse string) {
+	log := at.a.log.With("attempt_id", at.asg.AttemptID)
+	now := at.a.clk.Now
+	out := at.out
+	var o *agentproto.Outcome
+	if refuse != "" {
+		o = &agentproto.Outcome{HostError: refuse, StartedAt: now(), EndedAt: now()}
+	} else {
+		var err error
+		o, err = at.execute(ctx, out)
+		if err != nil {
+			log.Warn("attempt failed on the host", "err", err)
+			t := now()
+			o = &agentproto.Outcome{HostError: err.Error(), StartedAt: t, EndedAt: t}
+		}
+	}
+	if o.Killed && at.killedByShutdown() && o.HostError == "" {
+		o.HostError = "host shut down while the attempt ran"
+	}
+	o.Stdout, o.StdoutTruncated, o.Stderr = out.final()
+	log.Info("attempt finished", "exit_code", o.ExitCode, "timed_out", o.TimedOut, "killed", o.Killed, "host_error", o.HostError)
+	at.rep.finish(o, out.tail())
+}
+
+// execute prepares the image and directories, runs the sandbox and turns
+// its outcome into the wire outcome. An error is a host failure.
+func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcome, error) {
+	asg := &at.asg
+	cfg := &at.a.cfg
+	if !sandbox.ValidAttemptID(asg.AttemptID) {
+		return nil, fmt.Errorf("invalid attempt id %q", asg.AttemptID)
+	}
+	if !sandbox.ValidAttemptID(asg.ProjectID) {
+		return nil, fmt.Errorf("invalid project id %q", asg.ProjectID)
+	}
+	if asg.ImageLayoutDir == "" {
+		if asg.ImageURL != "" {
+			return nil, errors.New("fetching images by URL is not implemented on this host")
+		}
+		return nil, errors.New("assignment names no image layout")
+	}
+	img, err := cfg.Images.Unpack(ctx, asg.ImageLayoutDir, asg.ImageDigest)
+	if err != nil {
+		return nil, fmt.Errorf("prepare image: %w", err)
+	}
+
+	args := asg.Args
+	if len(args) == 0 {
+		args = append(append([]string(nil), img.Config.Entrypoint...), img.Config.Cmd...)
+	}
+	cwd := asg.Cwd
+	if cwd == "" {
+		cwd = img.Config.WorkingDir
+	}
+	if cwd == "" {
+		cwd = "/"
+	}
+	env := make(map[string]string, len(img.Config.Env)+len(asg.Env))
+	for _, kv := range img.Config.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	for k, v := range asg.Env {
+		env[k] = v
+	}
+
+	workDir := filepath.Join(cfg.WorkRoot, asg.AttemptID)
+	// A directory left by an earlier run of this agent is stale: the
+	// attempt is ours now.
+	if err := os.RemoveAll(workDir); err != nil {
+		return nil, fmt.Errorf("clear work dir: %w", err)
+	}
+	if err := os.MkdirAll(cfg.WorkRoot, 0o700); err != nil {
+		return nil, fmt.Errorf("create work root: %w", err)
+	}
+	defer func() {
+		if err := os.RemoveAll(workDir); err != nil {
+			at.a.log.Warn("remove work dir", "attempt_id", asg.AttemptID, "err", err)
+		}
+	}()
+
+	spec := sandbox.Spec{
+		AttemptID: asg.AttemptID,
+		TaskID:    asg.TaskID,
+		RootFS:    img.RootFS,
+		Args:      args,
+		Cwd:       cwd,
+		Env:       env,
+		Payload:   asg.Payload,
+		WorkDir:   workDir,
+		CacheDir:  filepath.Join(cfg.CacheRoot, asg.ProjectID),
+		CPU:       asg.CPU,
+		MemoryMB:  asg.MemoryMB,
+		Network:   asg.Network,
+		Timeout:   time.Duration(asg.TimeoutS) * time.Second,
+		Stdout:    out.stdoutWriter(),
+		Stderr:    out.stderrWriter(),
+	}
+	if ctx.Err() != nil {
+		return nil, errors.New("attempt cancelled before it started")
+	}
+	at.rep.started()
+	so, err := cfg.Driver.Run(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	out.flush()
+	o := &agentproto.Outcome{
+		ExitCode:       so.ExitCode,
+		TimedOut:       so.TimedOut,
+		OOMKilled:      so.OOMKilled,
+		Killed:         so.Killed,
+		SandboxError:   so.SandboxError,
+		StartedAt:      so.StartedAt,
+		EndedAt:        so.EndedAt,
+		ResultTooLarge: so.ResultTooLarge,
+		ResultRejected: so.ResultRejected,
+	}
+	if so.Result != nil {
+		if json.Valid(so.Result) {
+			o.Result = so.Result
+			o.FailureClass = failureClass(so.Result)
+		} else {
+			o.ResultRejected = "result file is not valid JSON"
+		}
+	}
+	return o, nil
+}
+
+// failureClass is FailureClassInfra when result is an object whose
+// failure_class says so.
+func failureClass(result []byte) string {
+	var r struct {
+		FailureClass string `json:"failure_class"`
+	}
+	if json.Unmarshal(result, &r) == nil && r.FailureClass == agentproto.FailureClassInfra {
+		return agentproto.FailureClassInfra
+	}
+	return ""
+}

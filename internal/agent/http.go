@@ -1,0 +1,121 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/skiffhq/skiff/internal/agentproto"
+)
+
+var _ Controller = (*HTTPController)(nil)
+
+// HTTPController speaks agentproto over HTTP to a controller.
+type HTTPController struct {
+	// BaseURL is the controller's origin, e.g. "https://skiff.example"
+	// or "http://127.0.0.1:8080" for the local host.
+	BaseURL string
+	// Token is the host token, sent as a Bearer credential. Never logged.
+	Token string
+	// Client defaults to a client with no overall timeout: lease requests
+	// long-poll, and the agent bounds every call with its context.
+	Client *http.Client
+}
+
+// StatusError is a non-2xx answer from the controller.
+type StatusError struct {
+	StatusCode int
+	Code       string // agentproto.ErrorResponse.Code, if the body had one
+	Message    string
+}
+
+func (e *StatusError) Error() string {
+	if e.Code != "" {
+		return fmt.Sprintf("controller answered %d %s: %s", e.StatusCode, e.Code, e.Message)
+	}
+	return fmt.Sprintf("controller answered %d: %s", e.StatusCode, e.Message)
+}
+
+// Is makes an unknown-host answer match ErrUnknownHost.
+func (e *StatusError) Is(target error) bool {
+	return target == ErrUnknownHost && e.StatusCode == http.StatusNotFound && e.Code == agentproto.CodeUnknownHost
+}
+
+func (c *HTTPController) Register(ctx context.Context, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error) {
+	var resp agentproto.RegisterResponse
+	if err := c.post(ctx, agentproto.RegisterPath, req, &resp); err != nil {
+		return nil, fmt.Errorf("register: %w", err)
+	}
+	return &resp, nil
+}
+
+func (c *HTTPController) Lease(ctx context.Context, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error) {
+	var resp agentproto.LeaseResponse
+	if err := c.post(ctx, agentproto.LeasePath, req, &resp); err != nil {
+		return nil, fmt.Errorf("lease: %w", err)
+	}
+	return &resp, nil
+}
+
+// Report posts ev. A 409 or 410 answer means the controller already has the
+// event or no longer wants it, and counts as acknowledged.
+func (c *HTTPController) Report(ctx context.Context, ev *agentproto.AttemptEvent) error {
+	var resp agentproto.EventResponse
+	err := c.post(ctx, agentproto.AttemptEventsURLPath(url.PathEscape(ev.AttemptID)), ev, &resp)
+	if se, ok := err.(*StatusError); ok && (se.StatusCode == http.StatusConflict || se.StatusCode == http.StatusGone) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("report %s event %d of %s: %w", ev.Kind, ev.Seq, ev.AttemptID, err)
+	}
+	return nil
+}
+
+// maxResponseBytes bounds what the agent reads of one answer.
+const maxResponseBytes = 64 << 20
+
+func (c *HTTPController) post(ctx context.Context, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.BaseURL, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set(agentproto.VersionHeader, fmt.Sprint(agentproto.ProtocolVersion))
+	client := c.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		se := &StatusError{StatusCode: resp.StatusCode}
+		var er agentproto.ErrorResponse
+		if json.Unmarshal(data, &er) == nil && (er.Code != "" || er.Message != "") {
+			se.Code, se.Message = er.Code, er.Message
+		} else {
+			se.Message = strings.TrimSpace(string(data[:min(len(data), 200)]))
+		}
+		return se
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	return nil
+}

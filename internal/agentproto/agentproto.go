@@ -1,0 +1,246 @@
+// Package agentproto is the wire protocol between the controller and its
+// hosts. Hosts only dial out: a host registers, then long-polls for leases
+// (each lease request is also its heartbeat) and posts attempt events. The
+// local host inside `skiff server` speaks the same protocol over loopback,
+// so the single-machine path and the fleet path are one path.
+//
+// Endpoints (JSON bodies, snake_case, all POST):
+//
+//	POST /agent/v1/register              RegisterRequest  -> RegisterResponse
+//	POST /agent/v1/lease                 LeaseRequest     -> LeaseResponse (long-poll)
+//	POST /agent/v1/attempts/{id}/events  AttemptEvent     -> EventResponse
+//
+// Every request carries "Authorization: Bearer <host token>" (the token a
+// host was enrolled with; it is never logged) and the VersionHeader with
+// ProtocolVersion. Errors come back as a non-2xx status with an
+// ErrorResponse body. Status codes the host acts on:
+//
+//   - 404 on lease or events with code CodeUnknownHost: the controller does
+//     not know this host (id expired after it was declared lost); the host
+//     registers again.
+//   - 409 or 410 on events: the controller already recorded this event or the
+//     attempt is gone; the host treats the event as acknowledged.
+//   - 426 with code CodeUnsupportedVersion: the controller does not speak
+//     this ProtocolVersion; the host keeps retrying at its slowest backoff.
+//   - anything else (5xx, 429, network errors): retried with backoff.
+//
+// Event delivery is at-least-once: a host retries an event until it gets a
+// 2xx (or 409/410), so the controller must treat a repeated (attempt_id,
+// seq) as a duplicate.
+package agentproto
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ProtocolVersion is the version of this protocol that this build speaks.
+// Bump it for every change a peer could observe, and say what changed:
+//
+//   - 1: register, lease long-poll with heartbeat, attempt events
+//     started/progress/finished with the outcome inline (no artifact
+//     upload yet).
+const ProtocolVersion = 1
+
+// VersionHeader carries ProtocolVersion on every request.
+const VersionHeader = "Skiff-Agent-Protocol"
+
+// Paths of the endpoints. AttemptEventsPath is a prefix: the attempt id and
+// "/events" follow it (AttemptEventsURLPath builds the whole path).
+const (
+	RegisterPath      = "/agent/v1/register"
+	LeasePath         = "/agent/v1/lease"
+	AttemptEventsPath = "/agent/v1/attempts/"
+)
+
+// AttemptEventsURLPath is the events path of one attempt.
+func AttemptEventsURLPath(attemptID string) string {
+	return AttemptEventsPath + attemptID + "/events"
+}
+
+// Error codes in ErrorResponse.Code.
+const (
+	CodeUnknownHost        = "unknown_host"
+	CodeUnsupportedVersion = "unsupported_version"
+)
+
+// ErrorResponse is the body of a non-2xx answer.
+type ErrorResponse struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ResourceProfile describes the host's hardware, shown with each attempt
+// (spec section 2.5).
+type ResourceProfile struct {
+	CPUModel    string  `json:"cpu_model"`
+	CPUClockGHz float64 `json:"cpu_clock_ghz"`
+	// SingleCoreScore is relative to a reference host (1.0). See
+	// agent.DetectProfile for how it is measured.
+	SingleCoreScore float64 `json:"single_core_score"`
+	CPUCount        int     `json:"cpu_count"`
+	MemoryTotalMB   int64   `json:"memory_total_mb"`
+	GPUCount        int     `json:"gpu_count"`
+}
+
+// Capacity is an amount of host resources: the whole of what a host offers
+// tasks at registration, what is free in a lease request.
+type Capacity struct {
+	CPU      float64 `json:"cpu"`
+	MemoryMB int64   `json:"memory_mb"`
+	GPUs     int     `json:"gpus"`
+	// Slots is the number of attempts the host runs at once.
+	Slots int `json:"slots"`
+}
+
+// RegisterRequest announces a host. A host registers at start-up and again
+// whenever the controller answers CodeUnknownHost.
+type RegisterRequest struct {
+	ProtocolVersion int             `json:"protocol_version"`
+	Driver          string          `json:"driver"` // sandbox driver name ("gvisor")
+	Profile         ResourceProfile `json:"resource_profile"`
+	Capacity        Capacity        `json:"capacity"`
+	// Running lists attempt ids the host is still running (after a lost
+	// registration); empty on a fresh start.
+	Running []string `json:"running,omitempty"`
+}
+
+// RegisterResponse gives the host its id.
+type RegisterResponse struct {
+	ProtocolVersion int `json:"protocol_version"`
+	// HostID is the pseudonymous handle, "wkr_...".
+	HostID string `json:"host_id"`
+	// HeartbeatIntervalS is the longest the host may stay silent: it
+	// long-polls for at most this long, so a host whose lease requests stop
+	// for several intervals is lost.
+	HeartbeatIntervalS int `json:"heartbeat_interval_s"`
+}
+
+// LeaseRequest asks for work and is the host's heartbeat.
+type LeaseRequest struct {
+	HostID string   `json:"host_id"`
+	Free   Capacity `json:"free"`
+	// Running lists every attempt the host still runs. The controller
+	// compares it with what it assigned: an assigned attempt missing from
+	// Running (assignment lost in transit, host restarted) is lost.
+	Running []string `json:"running"`
+	// WaitS is how long the controller may hold the request when it has
+	// nothing to say (long-poll); 0 means answer at once.
+	WaitS int `json:"wait_s"`
+}
+
+// LeaseResponse carries new work and cancellations.
+type LeaseResponse struct {
+	Assignments []Assignment `json:"assignments"`
+	// Cancel lists attempt ids the host must stop (job cancelled, requeued
+	// elsewhere). Unknown ids are ignored.
+	Cancel []string `json:"cancel"`
+}
+
+// Assignment is one attempt for the host to run.
+type Assignment struct {
+	AttemptID string `json:"attempt_id"`
+	TaskID    string `json:"task_id"`
+	JobID     string `json:"job_id"`
+	ProjectID string `json:"project_id"` // names the host's per-project cache dir
+
+	// ImageDigest is the image manifest digest, "sha256:<hex>".
+	ImageDigest string `json:"image_digest"`
+	// The OCI layout holding the image: exactly one of ImageLayoutDir (a
+	// directory on the host's filesystem, for the local host) or ImageURL
+	// (where to download it; not yet implemented by the agent).
+	ImageLayoutDir string `json:"image_layout_dir,omitempty"`
+	ImageURL       string `json:"image_url,omitempty"`
+
+	// Args is the project's runner_command; empty means the image's
+	// entrypoint and cmd.
+	Args []string `json:"args,omitempty"`
+	// Cwd is the manifest's workdir; empty means the image's WORKDIR.
+	Cwd string `json:"cwd,omitempty"`
+	// Env is the project env; it wins over the image's.
+	Env     map[string]string `json:"env,omitempty"`
+	Payload json.RawMessage   `json:"payload"`
+
+	CPU      float64 `json:"cpu"`
+	MemoryMB int64   `json:"memory_mb"`
+	TimeoutS int     `json:"timeout_s"` // 0: no timeout
+	Network  bool    `json:"network"`
+}
+
+// EventKind is the kind of an AttemptEvent.
+type EventKind string
+
+const (
+	EventStarted  EventKind = "started"
+	EventProgress EventKind = "progress"
+	EventFinished EventKind = "finished"
+)
+
+// AttemptEvent reports what an attempt did. Per attempt, Seq starts at 1
+// and grows by one per event; started comes first and finished last.
+type AttemptEvent struct {
+	AttemptID string    `json:"attempt_id"`
+	HostID    string    `json:"host_id"`
+	Seq       int64     `json:"seq"`
+	Kind      EventKind `json:"kind"`
+	At        time.Time `json:"at"`
+	// Progress is the JSON object of the last SKIFF_PROGRESS: line seen so
+	// far (on progress and finished events), nil if none.
+	Progress json.RawMessage `json:"progress,omitempty"`
+	// OutputTail is the last ~1000 bytes of stdout and stderr interleaved
+	// (on progress and finished events), for live_feedback.output_tail.
+	OutputTail string `json:"output_tail,omitempty"`
+	// Outcome is set on finished events only.
+	Outcome *Outcome `json:"outcome,omitempty"`
+}
+
+// EventResponse acknowledges an event.
+type EventResponse struct{}
+
+// FailureClassInfra is the failure_class a runner writes in its result to
+// ask for a free requeue (spec section 2.10 rule 3).
+const FailureClassInfra = "infra"
+
+// Outcome is how an attempt ended. When HostError is set the host itself
+// failed (image fetch, sandbox start, shutdown): an infrastructure failure,
+// and the runner fields are not meaningful.
+type Outcome struct {
+	ExitCode  int  `json:"exit_code"`
+	TimedOut  bool `json:"timed_out"`
+	OOMKilled bool `json:"oom_killed"`
+	// Killed: stopped because the controller cancelled it (or the host
+	// shut down, which also sets HostError).
+	Killed bool `json:"killed"`
+	// SandboxError is the sandbox runtime's error when it could not start
+	// or lost the runner.
+	SandboxError string    `json:"sandbox_error,omitempty"`
+	StartedAt    time.Time `json:"started_at"`
+	EndedAt      time.Time `json:"ended_at"`
+
+	// Result is the result file, nil when absent, too large or not JSON.
+	Result         json.RawMessage `json:"result,omitempty"`
+	ResultTooLarge bool            `json:"result_too_large,omitempty"`
+	// ResultRejected says why a present result file was not taken.
+	ResultRejected string `json:"result_rejected,omitempty"`
+
+	// Stdout is the first 10 KB (StdoutMaxBytes) of stdout;
+	// StdoutTruncated is set when there was more.
+	Stdout          string `json:"stdout"`
+	StdoutTruncated bool   `json:"stdout_truncated,omitempty"`
+	// Stderr is the last ~1000 bytes (StderrTailBytes) of stderr.
+	Stderr string `json:"stderr"`
+
+	// FailureClass is FailureClassInfra when the result said so, else "".
+	FailureClass string `json:"failure_class,omitempty"`
+	// HostError describes a failure of the host, not of the runner.
+	HostError string `json:"host_error,omitempty"`
+}
+
+// Output limits (spec section 2.5: output up to 10 KB, error the last ~1000
+// characters).
+const (
+	StdoutMaxBytes   = 10 << 10
+	StderrTailBytes  = 1000
+	OutputTailBytes  = 1000
+	ProgressMaxBytes = 64 << 10
+)

@@ -167,3 +167,19 @@ func (b *Builder) validateLayout(dir string, digest v1.Hash, v validation) ([]st
 	}
 	return v.check(tree, &cfg.Config), nil
 }
+
+// ResetLayerCache removes every image the builder has made from buildah's
+// storage: the whole --layers cache, which otherwise only grows. Named images
+// (the operator's base images) stay, and so do published layouts. The next
+// build of each project runs all its steps again.
+func (b *Builder) ResetLayerCache(ctx context.Context) error {
+	if err := b.acquire(ctx); err != nil {
+		return err
+	}
+	defer b.release()
+	// The builder never names its images, so "dangling" is exactly its own.
+	if _, err := b.buildah("rmi", "--prune", "--force").output(ctx); err != nil {
+		return fmt.Errorf("resetting the layer cache: %w", err)
+	}
+	return nil
+}

@@ -143,6 +143,21 @@ func TestBuildScratchProject(t *testing.T) {
 		}
 	})
 
+	t.Run("reset layer cache", func(t *testing.T) {
+		if err := b.ResetLayerCache(t.Context()); err != nil {
+			t.Fatalf("ResetLayerCache: %v", err)
+		}
+		log := build.NewTailWriter(build.DefaultLogTailBytes)
+		again := req
+		again.Log = log
+		if _, err := b.Build(t.Context(), again); err != nil {
+			t.Fatalf("build after reset: %v", err)
+		}
+		if strings.Contains(log.String(), "Using cache") {
+			t.Errorf("build after a reset used the cache:\n%s", log)
+		}
+	})
+
 	t.Run("policy refuses another image before building", func(t *testing.T) {
 		dir := buildtest.ScratchProject(t, "FROM scratch\nCOPY --from=0123abcd / /\n")
 		_, err := b.Build(t.Context(), build.Request{ContextDir: dir, Tag: "evil"})

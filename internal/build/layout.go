@@ -80,20 +80,12 @@ func (b *Builder) normalize(pushed v1.Hash) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading pushed manifest: %w", err)
 	}
-	layers, err := img.Layers()
+	layers, diffIDs, err := layersWithDiffIDs(img)
 	if err != nil {
-		return nil, fmt.Errorf("reading pushed layers: %w", err)
+		return nil, fmt.Errorf("reading pushed image: %w", err)
 	}
 	if len(layers) != len(m.Layers) {
 		return nil, fmt.Errorf("pushed image has %d layers but its manifest lists %d", len(layers), len(m.Layers))
-	}
-	// Diff IDs first: ggcr looks at a layer's blob to find it, and the loop
-	// below drops compressed blobs that a later, identical layer shares.
-	diffIDs := make([]v1.Hash, len(layers))
-	for i, l := range layers {
-		if diffIDs[i], err = l.DiffID(); err != nil {
-			return nil, fmt.Errorf("layer %d diff id: %w", i, err)
-		}
 	}
 	out := *m
 	out.Layers = make([]v1.Descriptor, len(m.Layers))

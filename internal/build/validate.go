@@ -42,17 +42,13 @@ func newImageTree() imageTree {
 // readImageTree flattens img's layers, starting from the longest chain of
 // them that cache already holds.
 func readImageTree(img v1.Image, cache *treeCache) (imageTree, error) {
-	layers, err := img.Layers()
+	layers, diffIDs, err := layersWithDiffIDs(img)
 	if err != nil {
-		return nil, fmt.Errorf("reading image layers: %w", err)
+		return nil, err
 	}
 	chains := make([]string, len(layers))
 	chain := ""
-	for i, l := range layers {
-		diffID, err := l.DiffID()
-		if err != nil {
-			return nil, fmt.Errorf("layer %d diff id: %w", i, err)
-		}
+	for i, diffID := range diffIDs {
 		sum := sha256.Sum256([]byte(chain + " " + diffID.String()))
 		chain = hex.EncodeToString(sum[:])
 		chains[i] = chain
@@ -65,6 +61,23 @@ func readImageTree(img v1.Image, cache *treeCache) (imageTree, error) {
 		cache.add(chains[i], tree)
 	}
 	return tree, nil
+}
+
+// layersWithDiffIDs returns img's layers and their diff IDs, taken from the
+// config: Layer.DiffID hashes the whole blob of an uncompressed layer.
+func layersWithDiffIDs(img v1.Image) ([]v1.Layer, []v1.Hash, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading image layers: %w", err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading image config: %w", err)
+	}
+	if len(cfg.RootFS.DiffIDs) != len(layers) {
+		return nil, nil, fmt.Errorf("image has %d layers but its config lists %d diff ids", len(layers), len(cfg.RootFS.DiffIDs))
+	}
+	return layers, cfg.RootFS.DiffIDs, nil
 }
 
 func applyLayer(tree imageTree, l v1.Layer) error {

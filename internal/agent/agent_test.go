@@ -189,16 +189,35 @@ func (fc *fakeController) finished(id string) (*agentproto.Outcome, []agentproto
 	return last.Outcome, evs
 }
 
-type image struct{ layoutDir, digest string }
+// image is a test image and a cache it is already unpacked in. Sharing
+// one pre-filled cache keeps parallel tests from writing the runner binary
+// while another forks: a child inheriting the open file makes exec fail
+// with ETXTBSY (golang/go#22315).
+type image struct {
+	layoutDir, digest string
+	cache             *ociimage.Cache
+}
+
+func newImage(t *testing.T) image {
+	t.Helper()
+	layoutDir, digest := sandboxtest.RunnerImage(t)
+	c := &ociimage.Cache{Root: filepath.Join(t.TempDir(), "images"), MountPoints: sandbox.MountPoints()}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Unpack(ctx, layoutDir, digest); err != nil {
+		t.Fatal(err)
+	}
+	return image{layoutDir, digest, c}
+}
 
 // startAgent runs an agent against fc until the test ends.
-func startAgent(t *testing.T, fc *fakeController, d sandbox.Driver) {
+func startAgent(t *testing.T, fc *fakeController, d sandbox.Driver, img image) {
 	t.Helper()
 	dir := t.TempDir()
 	a, err := agent.New(agent.Config{
 		Controller:       &agent.HTTPController{BaseURL: fc.srv.URL, Token: testToken},
 		Driver:           d,
-		Images:           &ociimage.Cache{Root: filepath.Join(dir, "images"), MountPoints: sandbox.MountPoints()},
+		Images:           img.cache,
 		WorkRoot:         filepath.Join(dir, "work"),
 		CacheRoot:        filepath.Join(dir, "cache"),
 		Slots:            4,
@@ -253,13 +272,12 @@ func processDriver(t *testing.T) sandbox.Driver {
 }
 
 func TestAgentProcess(t *testing.T) {
-	layoutDir, digest := sandboxtest.RunnerImage(t)
-	img := image{layoutDir, digest}
+	img := newImage(t)
 
 	t.Run("success with result", func(t *testing.T) {
 		t.Parallel()
 		fc := newFakeController(t)
-		startAgent(t, fc, processDriver(t))
+		startAgent(t, fc, processDriver(t), img)
 		asg := assignment(t, img, sandboxtest.Payload{Stdout: "hello\n", Stderr: "warn\n", Env: []string{"PROJECT_VAR", "RUNNER_IMAGE", sandbox.EnvTaskID}})
 		fc.assign(asg)
 		o, evs := fc.finished(asg.AttemptID)
@@ -287,7 +305,7 @@ func TestAgentProcess(t *testing.T) {
 	t.Run("non-zero exit", func(t *testing.T) {
 		t.Parallel()
 		fc := newFakeController(t)
-		startAgent(t, fc, processDriver(t))
+		startAgent(t, fc, processDriver(t), img)
 		asg := assignment(t, img, sandboxtest.Payload{Stderr: strings.Repeat("e", 3000) + "LAST", Exit: 3})
 		fc.assign(asg)
 		o, _ := fc.finished(asg.AttemptID)
@@ -302,7 +320,7 @@ func TestAgentProcess(t *testing.T) {
 	t.Run("progress lines", func(t *testing.T) {
 		t.Parallel()
 		fc := newFakeController(t)
-		startAgent(t, fc, processDriver(t))
+		startAgent(t, fc, processDriver(t), img)
 		lines := []string{`{"step":1}`, `{"step":2}`, `{"step":3}`}
 		asg := assignment(t, img, sandboxtest.Payload{Stdout: strings.Repeat("x", 11<<10) + "\n", Progress: lines, SleepMS: 1500})
 		fc.assign(asg)
@@ -330,7 +348,7 @@ func TestAgentProcess(t *testing.T) {
 	t.Run("timeout", func(t *testing.T) {
 		t.Parallel()
 		fc := newFakeController(t)
-		startAgent(t, fc, processDriver(t))
+		startAgent(t, fc, processDriver(t), img)
 		asg := assignment(t, img, sandboxtest.Payload{SleepMS: 60_000})
 		asg.TimeoutS = 1
 		fc.assign(asg)
@@ -343,10 +361,11 @@ func TestAgentProcess(t *testing.T) {
 	t.Run("cancel from controller", func(t *testing.T) {
 		t.Parallel()
 		fc := newFakeController(t)
-		startAgent(t, fc, processDriver(t))
-		asg := assignment(t, img, sandboxtest.Payload{SleepMS: 60_000})
+		startAgent(t, fc, processDriver(t), img)
+		asg := assignment(t, img, sandboxtest.Payload{Progress: []string{`{"running":true}`}, SleepMS: 60_000})
 		fc.assign(asg)
-		fc.waitEvent(asg.AttemptID, func(ev agentproto.AttemptEvent) bool { return ev.Kind == agentproto.EventStarted })
+		// A progress event proves the runner runs.
+		fc.waitEvent(asg.AttemptID, func(ev agentproto.AttemptEvent) bool { return ev.Kind == agentproto.EventProgress })
 		fc.cancelAttempt(asg.AttemptID)
 		o, _ := fc.finished(asg.AttemptID)
 		if !o.Killed || o.TimedOut || o.HostError != "" {
@@ -358,7 +377,7 @@ func TestAgentProcess(t *testing.T) {
 		t.Parallel()
 		fc := newFakeController(t)
 		fc.fail[agentproto.EventFinished] = 1
-		startAgent(t, fc, processDriver(t))
+		startAgent(t, fc, processDriver(t), img)
 		asg := assignment(t, img, sandboxtest.Payload{})
 		fc.assign(asg)
 		o, evs := fc.finished(asg.AttemptID)
@@ -379,7 +398,7 @@ func TestAgentProcess(t *testing.T) {
 	t.Run("url image is a host error", func(t *testing.T) {
 		t.Parallel()
 		fc := newFakeController(t)
-		startAgent(t, fc, processDriver(t))
+		startAgent(t, fc, processDriver(t), img)
 		asg := assignment(t, img, sandboxtest.Payload{})
 		asg.ImageLayoutDir, asg.ImageURL = "", "https://example.invalid/image"
 		fc.assign(asg)
@@ -390,8 +409,9 @@ func TestAgentProcess(t *testing.T) {
 	})
 }
 
+// TestAgentGVisor is not parallel: its image unpack writes an executable,
+// which must not overlap the process driver's forks (see image).
 func TestAgentGVisor(t *testing.T) {
-	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("gvisor: needs root")
 	}
@@ -416,10 +436,10 @@ func TestAgentGVisor(t *testing.T) {
 		// The test's cgroup parent is empty now; rmdir it where it exists.
 		_ = exec.Command("sh", "-c", "rmdir /sys/fs/cgroup/"+parent+" /sys/fs/cgroup/*/"+parent+" 2>/dev/null").Run()
 	})
-	layoutDir, digest := sandboxtest.RunnerImage(t)
+	img := newImage(t)
 	fc := newFakeController(t)
-	startAgent(t, fc, d)
-	asg := assignment(t, image{layoutDir, digest}, sandboxtest.Payload{Progress: []string{`{"pct":50}`}, Cwd: true, Exit: 0})
+	startAgent(t, fc, d, img)
+	asg := assignment(t, img, sandboxtest.Payload{Progress: []string{`{"pct":50}`}, Cwd: true, Exit: 0})
 	asg.Cwd = sandboxtest.RunnerWorkDir
 	asg.MemoryMB, asg.CPU = 256, 1
 	fc.assign(asg)

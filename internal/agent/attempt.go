@@ -55,7 +55,14 @@ func (at *attempt) run(ctx context.Context, refuse string) {
 	} else {
 		var err error
 		o, err = at.execute(ctx, out)
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// Stopped before the runner started (a cancel or shutdown
+			// that raced the start): killed, and nothing ran.
+			log.Info("attempt stopped before it started", "err", err)
+			t := now()
+			o = &agentproto.Outcome{Killed: true, StartedAt: t, EndedAt: t}
+		case err != nil:
 			log.Warn("attempt failed on the host", "err", err)
 			t := now()
 			o = &agentproto.Outcome{HostError: err.Error(), StartedAt: t, EndedAt: t}

@@ -50,7 +50,12 @@ func (s *Service) Push(ctx context.Context, accountID, name string, body io.Read
 		return nil, err
 	}
 	pushID := id.New(id.Push)
-	dir := s.pushDir(pushID)
+	// The context dir is stored with the push and handed to the builder,
+	// which wants an absolute path; --data-dir defaults to a relative one.
+	dir, err := filepath.Abs(s.pushDir(pushID))
+	if err != nil {
+		return nil, fmt.Errorf("push dir: %w", err)
+	}
 	ctxDir := filepath.Join(dir, "context")
 	if err := os.MkdirAll(ctxDir, 0o755); err != nil {
 		return nil, fmt.Errorf("push dir: %w", err)
@@ -91,7 +96,11 @@ func (s *Service) Push(ctx context.Context, accountID, name string, body io.Read
 		}
 	}
 	diffJSON, _ := json.Marshal(diff)
-	if published != nil && published.ContentHash == hash {
+	// Identical content needs no build, unless a failed build came after the
+	// published one: then pushing the published content again is how the
+	// user recovers, and it must get a push record that supersedes the
+	// failure (the rebuild is a layer cache hit).
+	if published != nil && published.ContentHash == hash && s.latestIs(ctx, p.ID, published.ID) {
 		return &PushOutcome{Push: published, Unchanged: true, Manifest: m, SizeBytes: counted.n, TarballDiff: diffJSON}, nil
 	}
 	indexJSON, _ := json.Marshal(index)
@@ -115,6 +124,12 @@ func (s *Service) Push(ctx context.Context, accountID, name string, body io.Read
 		b.wake()
 	}
 	return &PushOutcome{Push: pu, Manifest: m, SizeBytes: counted.n, TarballDiff: diffJSON}, nil
+}
+
+// latestIs reports whether the project's newest push is pushID.
+func (s *Service) latestIs(ctx context.Context, projectID, pushID string) bool {
+	latest, err := s.store.PushLatest(ctx, projectID)
+	return err == nil && latest.ID == pushID
 }
 
 // refuseIfBusy answers 409 while a build is queued or running.

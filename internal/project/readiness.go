@@ -23,8 +23,11 @@ type ReadinessInput struct {
 // RuntimeCounts says how far hosts have prepared the published revision.
 type RuntimeCounts struct {
 	Ready, Initializing, Failed, Stale, Total int
-	PendingInit                               bool
-	LastReadyAt                               *time.Time
+	// Invalidated counts the stale preparations of the current revision
+	// (POST invalidate); Stale also counts those of older revisions.
+	Invalidated int
+	PendingInit bool
+	LastReadyAt *time.Time
 }
 
 // JobCounts is the project's queue.
@@ -49,6 +52,10 @@ func Readiness(in ReadinessInput) *apiv1.Readiness {
 	if published {
 		r.ContentHash = &in.Published.ContentHash
 		r.CanAcceptNewJobs, r.ProjectReady = true, true
+		// Jobs run on the published revision while a newer build runs or
+		// after it failed, so whether that revision is prepared is still
+		// what ready_for_jobs says.
+		r.ReadyForJobs = in.Runtime.Ready > 0 && in.Runtime.Ready == in.Runtime.Total
 	}
 	if in.Latest != nil {
 		t := in.Latest.UpdatedAt
@@ -101,7 +108,7 @@ func Readiness(in ReadinessInput) *apiv1.Readiness {
 			r.InitState, r.ProgressPhase = "refreshing", "refreshing"
 			r.StatusMessage = "The latest revision is published; hosts are preparing it."
 			r.NextAction = "Submit jobs now (the first may pay a cold start), or wait for init to finish."
-		case in.Runtime.Stale > 0 && in.Runtime.Ready == 0:
+		case in.Runtime.Invalidated > 0 && in.Runtime.Ready == 0:
 			r.InitState, r.ProgressPhase = "published", "refresh_pending"
 			r.StatusMessage = "The latest revision is published; prepared runtimes were invalidated."
 			r.NextAction = "Submit jobs (the first pays a cold start) or prepare hosts: POST /api/v1/projects/" + in.Name + "/init"

@@ -163,6 +163,7 @@ func (s *Service) runtimeCounts(ctx context.Context, projectID, contentHash stri
 			rc.Failed++
 		case store.RuntimeStale:
 			rc.Stale++
+			rc.Invalidated++
 		}
 	}
 	return rc, nil

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Starts or stops a private, throwaway PostgreSQL cluster for the test suite
-# (fsync off, loopback only, under .cache/pg), leaving any system cluster alone.
+# (fsync off, loopback only, under /tmp so the postgres user can reach it even
+# when the checkout lives in a private home directory), leaving any system
+# cluster alone.
 #   scripts/test-postgres.sh start   # prints the URL to use as SKIFF_TEST_POSTGRES_URL
 #   scripts/test-postgres.sh stop
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT="${SKIFF_TEST_PG_PORT:-55432}"
-ROOT="$PWD/.cache/pg"
+ROOT="/tmp/skiff-test-pg-$(printf %s "$PWD" | sha256sum | cut -c1-12)"
 BIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
 [ -n "$BIN" ] || { echo "postgresql is not installed (run make setup)" >&2; exit 1; }
 as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }

@@ -27,6 +27,9 @@ type Service struct {
 	clock  clock.Clock
 	log    *slog.Logger
 	limits submit.Limits
+	// wake tells the dispatcher that work or cancellations are waiting, so
+	// that a host long-polling for work hears of it at once.
+	wake func()
 }
 
 // Config wires a Service.
@@ -38,8 +41,12 @@ type Config struct {
 }
 
 func New(cfg Config) *Service {
-	return &Service{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, limits: cfg.Limits}
+	return &Service{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, limits: cfg.Limits, wake: func() {}}
 }
+
+// SetWake registers the dispatcher's wake-up, called after every change that
+// gives hosts something to do: new tasks to run or attempts to kill.
+func (s *Service) SetWake(wake func()) { s.wake = wake }
 
 var priorities = map[string]int{
 	apiv1.PriorityHigh: store.PriorityHigh, apiv1.PriorityNormal: store.PriorityNormal, apiv1.PriorityLow: store.PriorityLow,
@@ -108,7 +115,8 @@ func (s *Service) Submit(ctx context.Context, accountID string, js *apiv1.JobSub
 		meta, _ := json.Marshal(t.Meta)
 		tasks[i] = store.Task{
 			ID: id.New(id.Task), JobID: job.ID, Index: int64(t.Index), Status: store.TaskQueued, Payload: t.Payload,
-			Meta: meta, Requirements: requirements, Priority: job.Priority, SubmittedAt: now, UpdatedAt: now,
+			Meta: meta, Requirements: requirements, CPU: sub.Requirements.CPU, MemoryMB: sub.Requirements.MemoryMB,
+			GPUs: sub.Requirements.GPUCount, Priority: job.Priority, SubmittedAt: now, UpdatedAt: now,
 		}
 	}
 	event, _ := json.Marshal(map[string]any{"status": status, "task_count": len(tasks), "revision": rev.ContentHash})
@@ -122,6 +130,7 @@ func (s *Service) Submit(ctx context.Context, accountID string, js *apiv1.JobSub
 		return nil, fmt.Errorf("store job: %w", err)
 	}
 	s.log.InfoContext(ctx, "job submitted", "job", created.ID, "project", p.ID, "tasks", len(tasks), "status", status)
+	s.wake()
 	return created, nil
 }
 
@@ -176,6 +185,9 @@ func (s *Service) Cancel(ctx context.Context, accountID, jobID, reason string) (
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("cancel job: %w", err)
+	}
+	if len(running) > 0 {
+		s.wake()
 	}
 	return job, running, nil
 }

@@ -130,10 +130,18 @@ type Task struct {
 	LatestProgress json.RawMessage
 	ExitCode       *int64
 	LastHostID     string
-	SubmittedAt    time.Time
-	StartedAt      *time.Time
-	CompletedAt    *time.Time
-	UpdatedAt      time.Time
+	// OutputTail is the last ~1000 bytes of stdout and stderr of the latest
+	// attempt that reported any (live_feedback.output_tail).
+	OutputTail string
+	// CPU, MemoryMB and GPUs are the resolved requirements the dispatcher
+	// matches against a host's free capacity.
+	CPU         float64
+	MemoryMB    int64
+	GPUs        int64
+	SubmittedAt time.Time
+	StartedAt   *time.Time
+	CompletedAt *time.Time
+	UpdatedAt   time.Time
 }
 
 // Attempt is one run of a task on a host.
@@ -168,7 +176,8 @@ type JobEvent struct {
 // JobCreateParams is a whole admission. The job is stored with its given
 // Status (planning or queued; not terminal), TaskCount = len(Tasks), and
 // UpdatedAt = SubmittedAt. Each task is stored queued with its ID, Index,
-// Payload, Meta and Requirements; its Priority and SubmittedAt are the job's,
+// Payload, Meta, Requirements, CPU, MemoryMB and GPUs; its Priority and
+// SubmittedAt are the job's,
 // so that a job's tasks queue together. Event.JobID may be left empty.
 type JobCreateParams struct {
 	Job   Job
@@ -207,13 +216,21 @@ type JobSetStatusParams struct {
 
 // TaskClaimParams picks the next queued task a host can run: highest
 // priority first, then oldest job, then lowest index, among jobs that are
-// queued or running (a planning job is not yet dispatched), and creates its
-// attempt with number = the task's new attempt count and status assigned.
+// queued or running (a planning job is not yet dispatched) and tasks whose
+// requirements fit the free capacity, and creates its attempt with number =
+// the task's new attempt count and status assigned.
 type TaskClaimParams struct {
 	HostID          string
 	AttemptID       string
 	ResourceProfile json.RawMessage
-	Now             time.Time
+	FreeCPU         float64
+	FreeMemoryMB    int64
+	FreeGPUs        int64
+	// AvoidRequeuedSince, when set, passes over tasks that this host ran
+	// last and that were requeued at or after it, so that a retry goes to
+	// another host while one may take it. Zero avoids nothing.
+	AvoidRequeuedSince time.Time
+	Now                time.Time
 }
 
 // AttemptFinishParams records how an attempt ended and moves its task on:
@@ -230,7 +247,9 @@ type AttemptFinishParams struct {
 	Result        json.RawMessage
 	Output        *string // replaces the task's output when set
 	ErrorText     *string
-	RetriesUsed   int64 // new counters of the task
+	OutputTail    *string         // replaces the task's output tail when set
+	Progress      json.RawMessage // replaces latest_progress when set
+	RetriesUsed   int64           // new counters of the task
 	InfraRequeues int64
 	DeclaredInfra int64
 	Now           time.Time
@@ -241,7 +260,9 @@ type TaskSetProgressParams struct {
 	TaskID   string
 	Progress json.RawMessage // replaces latest_progress when set
 	Output   *string         // replaces the output when set
-	Now      time.Time
+	// OutputTail replaces the live output tail when set.
+	OutputTail *string
+	Now        time.Time
 }
 
 // JobStore keeps jobs, tasks, attempts and job events.

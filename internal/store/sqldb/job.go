@@ -18,7 +18,7 @@ import (
 // rows a statement (one statement a row is ten times slower: a round trip
 // each), while SQLite slows down above a few hundred, since binding a
 // "$N" parameter looks its name up in a list as long as the statement's
-// parameters. At 5 parameters a task row, 100 rows bind 503 parameters.
+// parameters. At 8 parameters a task row, 100 rows bind 803 parameters.
 const batchRows = 100
 
 // atomic runs fn inside the caller's transaction when q is in one, else in a
@@ -199,7 +199,7 @@ func (q *queries) JobCreate(ctx context.Context, p *store.JobCreateParams) (*sto
 			func(args []any, i int) []any {
 				t := &p.Tasks[i]
 				return append(args, t.ID, t.Index, jsonText(t.Payload, "{}"), jsonText(t.Meta, "{}"),
-					jsonText(t.Requirements, "{}"))
+					jsonText(t.Requirements, "{}"), t.CPU, t.MemoryMB, t.GPUs)
 			}); err != nil {
 			return err
 		}
@@ -337,7 +337,8 @@ func scanTask(s scanner) (*store.Task, error) {
 	var submitted, updated int64
 	if err := s.Scan(&t.ID, &t.JobID, &t.Index, &status, &payload, &meta, &reqs, &t.Priority, &t.RetriesUsed,
 		&t.InfraRequeues, &t.DeclaredInfra, &t.Attempts, &result, &t.Output, &t.ErrorText, &progress, &exit,
-		&t.LastHostID, &submitted, &started, &completed, &updated); err != nil {
+		&t.LastHostID, &submitted, &started, &completed, &updated, &t.CPU, &t.MemoryMB, &t.GPUs,
+		&t.OutputTail); err != nil {
 		return nil, err
 	}
 	t.Status = store.TaskStatus(status)
@@ -384,7 +385,12 @@ func (q *queries) TaskClaim(ctx context.Context, p *store.TaskClaimParams) (*sto
 	var task *store.Task
 	var att *store.Attempt
 	err := q.atomic(ctx, func(q *queries) error {
-		t, err := scanTask(q.write.QueryRowContext(ctx, q.sql("TaskClaim"), p.HostID, micros(p.Now)))
+		avoid := int64(math.MaxInt64) // no task is requeued that late: avoid none
+		if !p.AvoidRequeuedSince.IsZero() {
+			avoid = micros(p.AvoidRequeuedSince)
+		}
+		t, err := scanTask(q.write.QueryRowContext(ctx, q.sql("TaskClaim"), p.HostID, micros(p.Now),
+			p.FreeCPU, p.FreeMemoryMB, p.FreeGPUs, avoid))
 		if err != nil {
 			return q.mapErr(err) // no row: nothing queued
 		}
@@ -404,7 +410,7 @@ func (q *queries) TaskClaim(ctx context.Context, p *store.TaskClaimParams) (*sto
 
 func (q *queries) TaskSetProgress(ctx context.Context, p *store.TaskSetProgressParams) error {
 	res, err := q.write.ExecContext(ctx, q.sql("TaskSetProgress"), p.TaskID, nullJSON(p.Progress),
-		nullString(p.Output), micros(p.Now))
+		nullString(p.Output), micros(p.Now), nullString(p.OutputTail))
 	if err != nil {
 		return q.mapErr(err)
 	}
@@ -507,7 +513,8 @@ func (q *queries) AttemptFinish(ctx context.Context, p *store.AttemptFinishParam
 	err := q.atomic(ctx, func(q *queries) error {
 		res, err := q.write.ExecContext(ctx, q.sql("TaskFinishAttempt"), p.AttemptID, string(p.TaskStatus),
 			p.RetriesUsed, p.InfraRequeues, p.DeclaredInfra, nullJSON(p.Result), nullString(p.Output),
-			nullString(p.ErrorText), nullInt(p.ExitCode), completed, micros(p.Now))
+			nullString(p.ErrorText), nullInt(p.ExitCode), completed, micros(p.Now), nullString(p.OutputTail),
+			nullJSON(p.Progress))
 		if err != nil {
 			return fmt.Errorf("finish task: %w", q.mapErr(err))
 		}

@@ -16,9 +16,11 @@ UPDATE tasks SET status = 'running', attempts = attempts + 1, last_host_id = $1,
 WHERE id = (
         SELECT t.id FROM tasks t JOIN jobs j ON j.id = t.job_id
         WHERE t.status = 'queued' AND j.status IN ('queued', 'running')
+          AND t.req_cpu <= $3 AND t.req_memory_mb <= $4 AND t.req_gpus <= $5
+          AND NOT (t.last_host_id = $1 AND t.updated_at >= $6)
         ORDER BY t.priority, t.submitted_at, t.job_id, t.idx
         LIMIT 1
         FOR UPDATE OF t SKIP LOCKED)
 RETURNING id, job_id, idx, status, payload, meta, requirements, priority, retries_used, infra_requeues,
           declared_infra, attempts, result, output, error, latest_progress, exit_code, last_host_id,
-          submitted_at, started_at, completed_at, updated_at;
+          submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail;

@@ -30,9 +30,11 @@ INSERT INTO job_tags (job_id, account_id, tag) VALUES ($1, $2, $3);
 
 -- name: TaskCreateBatch
 -- Shared: $1 job_id, $2 priority, $3 submitted_at (also updated_at).
--- Per row: $4 id, $5 idx, $6 payload, $7 meta, $8 requirements.
-INSERT INTO tasks (job_id, priority, submitted_at, updated_at, status, id, idx, payload, meta, requirements)
-VALUES ($1, $2, $3, $3, 'queued', $4, $5, $6, $7, $8);
+-- Per row: $4 id, $5 idx, $6 payload, $7 meta, $8 requirements, $9 req_cpu,
+-- $10 req_memory_mb, $11 req_gpus.
+INSERT INTO tasks (job_id, priority, submitted_at, updated_at, status, id, idx, payload, meta, requirements,
+                   req_cpu, req_memory_mb, req_gpus)
+VALUES ($1, $2, $3, $3, 'queued', $4, $5, $6, $7, $8, $9, $10, $11);
 
 -- name: JobGet
 SELECT id, account_id, project_id, project_name, push_id, type, status, priority, request, payload,
@@ -102,13 +104,13 @@ SELECT COUNT(*) FROM jobs WHERE project_id = $1 AND status IN ('planning', 'queu
 -- name: TaskList
 SELECT id, job_id, idx, status, payload, meta, requirements, priority, retries_used, infra_requeues,
        declared_infra, attempts, result, output, error, latest_progress, exit_code, last_host_id,
-       submitted_at, started_at, completed_at, updated_at
+       submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail
 FROM tasks WHERE job_id = $1 ORDER BY idx;
 
 -- name: TaskGet
 SELECT id, job_id, idx, status, payload, meta, requirements, priority, retries_used, infra_requeues,
        declared_infra, attempts, result, output, error, latest_progress, exit_code, last_host_id,
-       submitted_at, started_at, completed_at, updated_at
+       submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail
 FROM tasks WHERE id = $1;
 
 -- name: TaskExists
@@ -124,17 +126,22 @@ SELECT status, COUNT(*) FROM tasks WHERE job_id = $1 GROUP BY status;
 -- IMMEDIATE), so no other claim can run between this pick and this update,
 -- and the caller's transaction holds the write lock until the attempt row is
 -- in. PostgreSQL overrides this query to lock the pick (FOR UPDATE SKIP LOCKED).
+-- $3-$5 are the host's free cpu, memory and gpus: the first task that fits is
+-- taken. $6: a task this host ran last and that was requeued at or after $6
+-- is left to other hosts (retries prefer a different host).
 UPDATE tasks SET status = 'running', attempts = attempts + 1, last_host_id = $1,
        started_at = COALESCE(started_at, $2), updated_at = $2
 WHERE id = (
         SELECT t.id FROM tasks t JOIN jobs j ON j.id = t.job_id
         WHERE t.status = 'queued' AND j.status IN ('queued', 'running')
+          AND t.req_cpu <= $3 AND t.req_memory_mb <= $4 AND t.req_gpus <= $5
+          AND NOT (t.last_host_id = $1 AND t.updated_at >= $6)
         ORDER BY t.priority, t.submitted_at, t.job_id, t.idx
         LIMIT 1)
   AND status = 'queued'
 RETURNING id, job_id, idx, status, payload, meta, requirements, priority, retries_used, infra_requeues,
           declared_infra, attempts, result, output, error, latest_progress, exit_code, last_host_id,
-          submitted_at, started_at, completed_at, updated_at;
+          submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail;
 
 -- name: AttemptCreate
 INSERT INTO attempts (id, task_id, job_id, number, status, host_id, resource_profile, assigned_at, updated_at)
@@ -143,7 +150,8 @@ RETURNING id, task_id, job_id, number, status, host_id, resource_profile, exit_c
           retry_decision, assigned_at, started_at, ended_at, updated_at;
 
 -- name: TaskSetProgress
-UPDATE tasks SET latest_progress = COALESCE($2, latest_progress), output = COALESCE($3, output), updated_at = $4
+UPDATE tasks SET latest_progress = COALESCE($2, latest_progress), output = COALESCE($3, output),
+       output_tail = COALESCE($5, output_tail), updated_at = $4
 WHERE id = $1 AND status = 'running';
 
 -- name: TaskCancelOpen
@@ -191,7 +199,8 @@ WHERE id = $1 AND status = 'assigned';
 -- $10 is the completion time for a terminal status and NULL for a requeue.
 UPDATE tasks SET status = $2, retries_used = $3, infra_requeues = $4, declared_infra = $5,
        result = COALESCE($6, result), output = COALESCE($7, output), error = COALESCE($8, error),
-       exit_code = COALESCE($9, exit_code), completed_at = $10, updated_at = $11
+       exit_code = COALESCE($9, exit_code), completed_at = $10, updated_at = $11,
+       output_tail = COALESCE($12, output_tail), latest_progress = COALESCE($13, latest_progress)
 WHERE id = (SELECT task_id FROM attempts WHERE id = $1 AND status IN ('assigned', 'running'))
   AND status = 'running';
 

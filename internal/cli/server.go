@@ -17,6 +17,7 @@ import (
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/httpapi"
+	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/project"
 )
 
@@ -88,9 +89,11 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	bill := billing.New(db, clk)
 	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir})
 	defer projects.Close()
+	jobs := job.New(job.Config{Store: db, Clock: clk, Logger: log.With("component", "jobs")})
+	projects.SetJobs(jobs)
 	api := httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
-		Projects: projects, Version: Version,
+		Projects: projects, Jobs: jobs, Version: Version,
 	})
 	core, err := startCore(ctx, log, &f, projects, bill)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/store"
 )
@@ -25,6 +26,7 @@ type Config struct {
 	Auth     *auth.Service
 	Billing  *billing.Service
 	Projects *project.Service
+	Jobs     *job.Service
 	Version  string
 }
 
@@ -36,6 +38,7 @@ type Server struct {
 	auth     *auth.Service
 	billing  *billing.Service
 	projects *project.Service
+	jobs     *job.Service
 	version  string
 
 	// coreStarted is set once the controller's background loops run;
@@ -49,7 +52,7 @@ type Server struct {
 // New builds the server and its route table.
 func New(cfg Config) *Server {
 	s := &Server{log: cfg.Logger, clock: cfg.Clock, store: cfg.Store, auth: cfg.Auth, billing: cfg.Billing,
-		projects: cfg.Projects, version: cfg.Version}
+		projects: cfg.Projects, jobs: cfg.Jobs, version: cfg.Version}
 	s.handler = s.middleware(s.mux())
 	return s
 }

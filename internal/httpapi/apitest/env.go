@@ -19,6 +19,7 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/httpapi"
+	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/store/postgres"
@@ -94,6 +95,7 @@ type Env struct {
 	Auth     *auth.Service
 	Billing  *billing.Service
 	Projects *project.Service
+	Jobs     *job.Service
 	Contract *Contract
 }
 
@@ -119,8 +121,11 @@ func Start(t testing.TB, opts Options) *Env {
 	e := &Env{Store: db, Clock: clk, Auth: auth.New(db, clk), Billing: billing.New(db, clk)}
 	e.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: t.TempDir()})
 	t.Cleanup(e.Projects.Close)
+	e.Jobs = job.New(job.Config{Store: db, Clock: clk, Logger: log})
+	e.Projects.SetJobs(e.Jobs)
 	e.Server = httpapi.New(httpapi.Config{
-		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Version: "test",
+		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
+		Version: "test",
 	})
 	e.Server.SetCoreStarted(true)
 	c, err := LoadContract(openapi.Document, e.Server.Routes())

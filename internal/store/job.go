@@ -314,6 +314,13 @@ type JobStore interface {
 	// task (which must be running) to p.TaskStatus; ErrConflict when the
 	// attempt already ended.
 	AttemptFinish(ctx context.Context, p *AttemptFinishParams) (*Attempt, error)
+	// AttemptGet finds an attempt by id.
+	AttemptGet(ctx context.Context, id string) (*Attempt, error)
+	// JobTouch sets the job's updated_at and, on PostgreSQL, holds its row
+	// lock until the transaction ends: call it after a task's end (lock
+	// order) and before deciding from the task counts whether the job
+	// ended. ErrNotFound when there is no job.
+	JobTouch(ctx context.Context, id string, now time.Time) error
 	// AttemptListOpen lists assigned or running attempts (of one host when
 	// hostID is set), for recovery after a restart or a lost host.
 	AttemptListOpen(ctx context.Context, hostID string) ([]*Attempt, error)

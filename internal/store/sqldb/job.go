@@ -471,6 +471,24 @@ func (q *queries) AttemptList(ctx context.Context, jobID string) ([]*store.Attem
 	return collect(rows, scanAttempt)
 }
 
+func (q *queries) AttemptGet(ctx context.Context, id string) (*store.Attempt, error) {
+	a, err := scanAttempt(q.read.QueryRowContext(ctx, q.sql("AttemptGet"), id))
+	return a, q.mapErr(err)
+}
+
+func (q *queries) JobTouch(ctx context.Context, id string, now time.Time) error {
+	res, err := q.write.ExecContext(ctx, q.sql("JobTouch"), id, micros(now))
+	if err != nil {
+		return q.mapErr(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
 func (q *queries) AttemptListOpen(ctx context.Context, hostID string) ([]*store.Attempt, error) {
 	var rows *sql.Rows
 	var err error

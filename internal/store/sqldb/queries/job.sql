@@ -184,6 +184,17 @@ SELECT id, task_id, job_id, number, status, host_id, resource_profile, exit_code
        retry_decision, assigned_at, started_at, ended_at, updated_at
 FROM attempts WHERE host_id = $1 AND status IN ('assigned', 'running') ORDER BY assigned_at, id;
 
+-- name: AttemptGet
+SELECT id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
+       retry_decision, assigned_at, started_at, ended_at, updated_at
+FROM attempts WHERE id = $1;
+
+-- name: JobTouch
+-- Takes the job's row lock (PostgreSQL) for the rest of the transaction, so
+-- that the ends of a job's last two tasks, finishing at once, are decided one
+-- after the other and the second sees the first.
+UPDATE jobs SET updated_at = $2 WHERE id = $1;
+
 -- name: AttemptExists
 SELECT COUNT(*) FROM attempts WHERE id = $1;
 

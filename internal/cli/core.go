@@ -2,41 +2,56 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/sandbox"
+	"github.com/skiffhq/skiff/internal/sandbox/gvisor"
+	"github.com/skiffhq/skiff/internal/sandbox/process"
 )
 
-// core is the controller's background work: the build queue and the local
-// host.
+// core is the controller's background work: the build queue, the
+// dispatcher's sweeps and the local host.
 type core struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cancelHost context.CancelFunc // the local host stops first
+	cancel     context.CancelFunc
+	hostWG     sync.WaitGroup
+	wg         sync.WaitGroup
+	once       sync.Once
 }
 
 func (c *core) stop() {
-	c.cancel()
-	c.wg.Wait()
+	c.once.Do(func() {
+		c.cancelHost()
+		c.hostWG.Wait()
+		c.cancel()
+		c.wg.Wait()
+	})
 }
 
-// startCore starts the builder and the local host. A builder that cannot
-// start (buildah or runsc missing) does not stop the server: pushes then
-// fail with a platform error that says what is missing, and the log says it
-// loudly.
-func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, projects *project.Service, bill *billing.Service) (*core, error) {
-	dataDir, err := filepath.Abs(f.dataDir)
-	if err != nil {
-		return nil, err
-	}
+// startCore starts the builder, the dispatcher's sweeps and the local host,
+// which reaches the controller at controllerURL over the same protocol as a
+// remote host. A builder that cannot start (buildah or runsc missing) does
+// not stop the server: pushes then fail with a platform error that says
+// what is missing, and the log says it loudly. A local host that cannot
+// start does stop it, unless --no-local-host says there is none.
+func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, dataDir string, projects *project.Service,
+	bill *billing.Service, ctrl *fleet.Controller, controllerURL string) (*core, error) {
 	imagesDir := filepath.Join(dataDir, "images")
 	var builder project.ImageBuilder
 	b, err := build.New(ctx, build.Config{
@@ -50,24 +65,102 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, projects *
 	} else {
 		builder = imageBuilder{b: b}
 	}
-	host, err := fleet.NewLocal(filepath.Join(dataDir, "host"), imagesDir, &ociimage.Cache{
+	images := &ociimage.Cache{
 		Root: filepath.Join(dataDir, "host", "images"), MountPoints: sandbox.MountPoints(), Logger: log.With("component", "host"),
-	})
+	}
+	local, err := fleet.NewLocal(filepath.Join(dataDir, "host"), imagesDir, images)
 	if err != nil {
 		return nil, err
 	}
-	projects.SetPreparation(host, bill)
+	projects.SetPreparation(local, bill)
 
+	var host *agent.Agent
+	var driver sandbox.Driver
+	if !f.host.disabled {
+		if driver, err = hostDriver(f, dataDir, log); err != nil {
+			return nil, fmt.Errorf("local host: %w (or run with --no-local-host)", err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := driver.Cleanup(cctx) // sandboxes an earlier run left behind
+		cancel()
+		if err != nil {
+			log.Warn("local host: cleaning up after an earlier run", "err", err)
+		}
+		token := randomToken()
+		ctrl.AllowHost(token, local.ID())
+		host, err = agent.New(agent.Config{
+			Controller: &agent.HTTPController{BaseURL: controllerURL, Token: token},
+			Driver:     driver, Images: images,
+			WorkRoot:  filepath.Join(dataDir, "host", "work"),
+			CacheRoot: filepath.Join(dataDir, "host", "cache"),
+			Slots:     f.host.slots,
+			Capacity:  agentCapacity(f),
+			Logger:    log.With("component", "host"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("local host: %w", err)
+		}
+	}
+
+	hostCtx, cancelHost := context.WithCancel(context.WithoutCancel(ctx))
 	ctx, cancel := context.WithCancel(ctx)
-	c := &core{cancel: cancel}
-	c.wg.Add(1)
+	c := &core{cancel: cancel, cancelHost: cancelHost}
+	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
-		if err := projects.RunBuilds(ctx, builder); err != nil {
+		if err := projects.RunBuilds(ctx, builder); err != nil && ctx.Err() == nil {
 			log.Error("build queue stopped", "err", err)
 		}
 	}()
+	go func() {
+		defer c.wg.Done()
+		_ = ctrl.Run(ctx)
+	}()
+	if host != nil {
+		c.hostWG.Add(1)
+		go func() {
+			defer c.hostWG.Done()
+			_ = host.Run(hostCtx)
+			cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := driver.Cleanup(cctx); err != nil {
+				log.Warn("local host: cleanup at shutdown", "err", err)
+			}
+		}()
+	}
 	return c, nil
+}
+
+// hostDriver is the local host's sandbox driver: gVisor unless the operator
+// explicitly chose the unisolated development driver.
+func hostDriver(f *serverFlags, dataDir string, log *slog.Logger) (sandbox.Driver, error) {
+	switch f.host.driver {
+	case "gvisor":
+		return gvisor.New(gvisor.Config{RunscPath: f.build.runsc, StateDir: filepath.Join(dataDir, "host", "runsc"),
+			CgroupParent: "skiff-" + hostSuffix(dataDir), Logger: log.With("component", "host")})
+	case "process":
+		return process.New(process.Config{AllowUnisolated: f.host.allowUnisolated, Logger: log.With("component", "host")})
+	}
+	return nil, fmt.Errorf("unknown --host-driver %q: gvisor or process", f.host.driver)
+}
+
+// hostSuffix names the local host's cgroup after its data dir, so that two
+// servers on one machine never clean up each other's sandboxes.
+func hostSuffix(dataDir string) string {
+	h := fnv.New32a()
+	h.Write([]byte(dataDir))
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+func agentCapacity(f *serverFlags) (c agentproto.Capacity) {
+	c.CPU, c.MemoryMB = f.host.cpus, f.host.memoryMB
+	return c
+}
+
+func randomToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return "hst_" + hex.EncodeToString(b)
 }
 
 type brokenBuilder struct{ err error }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/project"
@@ -28,6 +30,17 @@ type serverFlags struct {
 	drainTimeout time.Duration
 	logLevel     string
 	build        buildFlags
+	host         hostFlags
+}
+
+// hostFlags configure the local host that runs tasks on this machine.
+type hostFlags struct {
+	driver          string
+	allowUnisolated bool
+	slots           int
+	cpus            float64
+	memoryMB        int64
+	disabled        bool
 }
 
 // buildFlags configure the image builder.
@@ -50,6 +63,12 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.StringVar(&f.build.network, "build-network", "", "network of build RUN steps: private (default: NAT, no route to host services), none, or host (trusted builds only) (env SKIFF_BUILD_NETWORK)")
 	fs.StringVar(&f.build.memory, "build-memory", "2g", "memory limit of each build RUN step (env SKIFF_BUILD_MEMORY)")
 	fs.StringVar(&f.build.allowBases, "build-allow-base", "", "comma-separated base images a Dockerfile may use besides scratch, e.g. 'localhost/debian:bookworm,docker.io/library/*' (env SKIFF_BUILD_ALLOW_BASE)")
+	fs.StringVar(&f.host.driver, "host-driver", "gvisor", "sandbox of the local host's tasks: gvisor, or process (NOT a sandbox; needs --host-allow-unisolated, for development only) (env SKIFF_HOST_DRIVER)")
+	fs.BoolVar(&f.host.allowUnisolated, "host-allow-unisolated", false, "let --host-driver=process run tasks unsandboxed as the server's user (env SKIFF_HOST_ALLOW_UNISOLATED)")
+	fs.IntVar(&f.host.slots, "host-slots", 0, "tasks the local host runs at once (0: one per CPU) (env SKIFF_HOST_SLOTS)")
+	fs.Float64Var(&f.host.cpus, "host-cpus", 0, "CPU cores the local host lends tasks (0: all) (env SKIFF_HOST_CPUS)")
+	fs.Int64Var(&f.host.memoryMB, "host-memory-mb", 0, "memory in MiB the local host lends tasks (0: all) (env SKIFF_HOST_MEMORY_MB)")
+	fs.BoolVar(&f.host.disabled, "no-local-host", false, "run no local host: tasks wait for remote hosts (env SKIFF_NO_LOCAL_HOST)")
 	return fs
 }
 
@@ -95,19 +114,30 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
 		Projects: projects, Jobs: jobs, Version: Version,
 	})
-	core, err := startCore(ctx, log, &f, projects, bill)
+	dataDir, err := filepath.Abs(f.dataDir)
 	if err != nil {
 		return err
 	}
-	defer core.stop()
+	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Clock: clk,
+		Log: log.With("component", "controller"), ImagesDir: filepath.Join(dataDir, "images")})
+	mux := http.NewServeMux()
+	mux.Handle("/agent/v1/", ctrl.Handler())
+	mux.Handle("/", api)
 
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	core, err := startCore(ctx, log, &f, dataDir, projects, bill, ctrl, "http://"+ln.Addr().String())
+	if err != nil {
+		_ = srv.Close()
+		return err
+	}
+	defer core.stop() // on early returns; the shutdown below stops it first
+
 	api.SetCoreStarted(true)
 	log.Info("skiff server started", "listen", ln.Addr().String(), "store", db.Engine(), "data_dir", f.dataDir,
 		"version", Version, "startup_ms", time.Since(start).Milliseconds())
@@ -119,6 +149,10 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	log.Info("shutting down", "drain_timeout", f.drainTimeout.String())
 	api.SetDraining(true)
+	// The local host stops first, while the API still answers it: it kills
+	// its attempts and reports them (they are requeued free) before the
+	// listener closes.
+	core.stop()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {

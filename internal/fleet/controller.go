@@ -1,0 +1,221 @@
+package fleet
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// Controller is the controller's side of agentproto: it knows the hosts
+// that dialled in, hands them attempts as they have room, hears what the
+// attempts did, and declares lost what a host no longer runs or a host that
+// stopped calling. Every decision about a task or a job is the job
+// service's; the controller only decides who runs what.
+type Controller struct {
+	cfg  ControllerConfig
+	jobs *job.Service
+	st   store.Store
+	clk  clock.Clock
+	log  *slog.Logger
+
+	started time.Time
+
+	mu     sync.Mutex
+	tokens map[[32]byte]string // sha256 of a host token -> the host id it names
+	hosts  map[string]*host    // registered hosts, by id
+	wakeC  chan struct{}       // closed and replaced by Wake
+
+	specs runSpecs
+}
+
+// ControllerConfig configures a Controller.
+type ControllerConfig struct {
+	Store store.Store
+	Jobs  *job.Service
+	Clock clock.Clock
+	Log   *slog.Logger
+	// ImagesDir is the controller's OCI image store (<dir>/<hex>); a host
+	// on this machine reads image layouts from it directly.
+	ImagesDir string
+	// HeartbeatInterval is the longest a host may go without a lease
+	// request; hosts long-poll at most this long. Default 10 s.
+	HeartbeatInterval time.Duration
+	// LostAfter is how long a silent host is kept before it is declared
+	// lost and its attempts requeued; it is also how long, after the
+	// controller starts, attempts left open by an earlier run wait for
+	// their host to report them. Default 3 heartbeat intervals.
+	LostAfter time.Duration
+	// RetryAvoidWindow is how long a retried task is kept from the host
+	// that ran it while another host is registered. Default 30 s.
+	RetryAvoidWindow time.Duration
+	// SweepInterval is how often lost hosts and orphaned attempts are
+	// looked for. Default HeartbeatInterval.
+	SweepInterval time.Duration
+}
+
+// host is a registered host.
+type host struct {
+	id       string
+	driver   string
+	profile  agentproto.ResourceProfile
+	profJSON []byte
+	capacity agentproto.Capacity
+	lastSeen time.Time
+	// lease serialises a host's lease requests: one decides at a time, so
+	// that reconciling its running list and assigning never interleave.
+	lease sync.Mutex
+}
+
+// NewController returns a controller with defaults filled in.
+func NewController(cfg ControllerConfig) *Controller {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 10 * time.Second
+	}
+	if cfg.LostAfter <= 0 {
+		cfg.LostAfter = 3 * cfg.HeartbeatInterval
+	}
+	if cfg.RetryAvoidWindow <= 0 {
+		cfg.RetryAvoidWindow = 30 * time.Second
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = cfg.HeartbeatInterval
+	}
+	c := &Controller{cfg: cfg, jobs: cfg.Jobs, st: cfg.Store, clk: cfg.Clock, log: cfg.Log,
+		started: cfg.Clock.Now(), tokens: map[[32]byte]string{}, hosts: map[string]*host{}, wakeC: make(chan struct{})}
+	cfg.Jobs.SetWake(c.Wake)
+	return c
+}
+
+// AllowHost lets the holder of token register as hostID. The token is kept
+// only as a hash.
+func (c *Controller) AllowHost(token, hostID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tokens[sha256.Sum256([]byte(token))] = hostID
+}
+
+// hostForToken is the host id a token names, "" when none.
+func (c *Controller) hostForToken(token string) string {
+	if token == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(token))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, id := range c.tokens {
+		if subtle.ConstantTimeCompare(k[:], sum[:]) == 1 {
+			return id
+		}
+	}
+	return ""
+}
+
+// Wake tells long-polling hosts that there may be work or cancellations.
+func (c *Controller) Wake() {
+	c.mu.Lock()
+	close(c.wakeC)
+	c.wakeC = make(chan struct{})
+	c.mu.Unlock()
+}
+
+func (c *Controller) wakeChan() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wakeC
+}
+
+func (c *Controller) host(id string) *host {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hosts[id]
+}
+
+// hostCount is how many hosts are registered.
+func (c *Controller) hostCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.hosts)
+}
+
+// Run looks for lost hosts and orphaned attempts until ctx is done.
+func (c *Controller) Run(ctx context.Context) error {
+	t := time.NewTicker(c.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if err := c.Sweep(ctx); err != nil && ctx.Err() == nil {
+				c.log.Error("sweep", "err", err)
+			}
+		}
+	}
+}
+
+// Sweep declares lost the hosts silent for LostAfter, and requeues the open
+// attempts of hosts that are not registered: those of lost hosts, and, once
+// the controller has run for LostAfter, those an earlier run left open and
+// no host has claimed since.
+func (c *Controller) Sweep(ctx context.Context) error {
+	now := c.clk.Now()
+	c.mu.Lock()
+	for id, h := range c.hosts {
+		if now.Sub(h.lastSeen) > c.cfg.LostAfter {
+			c.log.Warn("host lost: no lease request", "host_id", id, "silent_for", now.Sub(h.lastSeen).String())
+			delete(c.hosts, id)
+		}
+	}
+	registered := make(map[string]bool, len(c.hosts))
+	for id := range c.hosts {
+		registered[id] = true
+	}
+	c.mu.Unlock()
+	open, err := c.st.AttemptListOpen(ctx, "")
+	if err != nil {
+		return fmt.Errorf("open attempts: %w", err)
+	}
+	var errs []error
+	for _, a := range open {
+		if registered[a.HostID] {
+			continue
+		}
+		if now.Sub(c.started) < c.cfg.LostAfter && now.Sub(a.AssignedAt) < c.cfg.LostAfter {
+			continue // the host may still come back after our restart
+		}
+		if err := c.lose(ctx, a, "its host stopped reporting"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// lose records an open attempt as lost; an attempt that ended meanwhile is
+// left as it is.
+func (c *Controller) lose(ctx context.Context, a *store.Attempt, reason string) error {
+	err := c.jobs.AttemptLost(ctx, a, reason)
+	if errors.Is(err, store.ErrConflict) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("attempt %s lost: %w", a.ID, err)
+	}
+	c.log.Warn("attempt lost", "attempt_id", a.ID, "task_id", a.TaskID, "job_id", a.JobID, "host_id", a.HostID, "reason", reason)
+	return nil
+}

@@ -1,0 +1,226 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// Errors the HTTP adapter maps to agentproto status codes.
+var (
+	errUnauthorized = errors.New("unknown host token")
+	errUnknownHost  = errors.New("host is not registered")
+	errWrongHost    = errors.New("request names another host than its token")
+	errVersion      = errors.New("unsupported protocol version")
+	errGone         = errors.New("attempt is not this host's or no longer exists")
+	errDuplicate    = errors.New("event already recorded")
+)
+
+// Register admits the host that token names, replacing an earlier
+// registration of it, and reconciles what it still runs.
+func (c *Controller) Register(ctx context.Context, token string, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error) {
+	hostID := c.hostForToken(token)
+	if hostID == "" {
+		return nil, errUnauthorized
+	}
+	if req.ProtocolVersion != agentproto.ProtocolVersion {
+		return nil, errVersion
+	}
+	prof, _ := json.Marshal(req.Profile)
+	h := &host{id: hostID, driver: req.Driver, profile: req.Profile, profJSON: prof, capacity: req.Capacity,
+		lastSeen: c.clk.Now()}
+	c.mu.Lock()
+	c.hosts[hostID] = h
+	c.mu.Unlock()
+	if _, err := c.reconcile(ctx, h, req.Running); err != nil {
+		return nil, err
+	}
+	c.log.Info("host registered", "host_id", hostID, "driver", req.Driver, "cpu", req.Capacity.CPU,
+		"memory_mb", req.Capacity.MemoryMB, "slots", req.Capacity.Slots, "running", len(req.Running))
+	c.Wake()
+	return &agentproto.RegisterResponse{ProtocolVersion: agentproto.ProtocolVersion, HostID: hostID,
+		HeartbeatIntervalS: int(c.cfg.HeartbeatInterval / time.Second)}, nil
+}
+
+// Lease answers a host's request for work: attempts that fit its free
+// capacity, and the attempts it runs that it must stop. With nothing to say
+// it waits, up to req.WaitS (capped at the heartbeat interval), for a Wake.
+func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error) {
+	hostID := c.hostForToken(token)
+	if hostID == "" {
+		return nil, errUnauthorized
+	}
+	if req.HostID != hostID {
+		return nil, errWrongHost
+	}
+	h := c.host(hostID)
+	if h == nil {
+		return nil, errUnknownHost
+	}
+	h.lease.Lock()
+	defer h.lease.Unlock()
+	wait := min(time.Duration(req.WaitS)*time.Second, c.cfg.HeartbeatInterval)
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		c.seen(h)
+		woken := c.wakeChan() // before looking, so that a wake after the look is not missed
+		cancel, err := c.reconcile(ctx, h, req.Running)
+		if err != nil {
+			return nil, err
+		}
+		var asg []agentproto.Assignment
+		if ctx.Err() == nil {
+			if asg, err = c.assign(ctx, h, req.Free); err != nil {
+				return nil, err
+			}
+		}
+		if len(asg) > 0 || len(cancel) > 0 {
+			return &agentproto.LeaseResponse{Assignments: asg, Cancel: cancel}, nil
+		}
+		select {
+		case <-woken:
+		case <-deadline.C:
+			c.seen(h)
+			return &agentproto.LeaseResponse{Assignments: []agentproto.Assignment{}, Cancel: []string{}}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (c *Controller) seen(h *host) {
+	c.mu.Lock()
+	h.lastSeen = c.clk.Now()
+	c.mu.Unlock()
+}
+
+// reconcile compares what the host says it runs with what the store says
+// it was given: an open attempt of the host that it does not run is lost
+// (the assignment never arrived, or the host restarted); an attempt it runs
+// that is not open for it any more (cancelled, or already declared lost) is
+// returned, to be stopped.
+func (c *Controller) reconcile(ctx context.Context, h *host, running []string) ([]string, error) {
+	open, err := c.st.AttemptListOpen(ctx, h.id)
+	if err != nil {
+		return nil, fmt.Errorf("open attempts of %s: %w", h.id, err)
+	}
+	runs := make(map[string]bool, len(running))
+	for _, id := range running {
+		runs[id] = true
+	}
+	isOpen := make(map[string]bool, len(open))
+	for _, a := range open {
+		isOpen[a.ID] = true
+		if !runs[a.ID] {
+			if err := c.lose(ctx, a, "the host no longer runs it"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	cancel := []string{}
+	for _, id := range running {
+		if !isOpen[id] {
+			cancel = append(cancel, id)
+		}
+	}
+	return cancel, nil
+}
+
+// assign claims the tasks that fit free, best first, and turns them into
+// assignments.
+func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capacity) ([]agentproto.Assignment, error) {
+	var out []agentproto.Assignment
+	cpu, mem, gpus := free.CPU, free.MemoryMB, int64(free.GPUs)
+	for slots := free.Slots; slots > 0; slots-- {
+		now := c.clk.Now()
+		p := &store.TaskClaimParams{HostID: h.id, AttemptID: id.New(id.Attempt), ResourceProfile: h.profJSON,
+			FreeCPU: cpu + 1e-9, FreeMemoryMB: mem, FreeGPUs: gpus, Now: now}
+		if c.hostCount() > 1 {
+			p.AvoidRequeuedSince = now.Add(-c.cfg.RetryAvoidWindow)
+		}
+		t, a, err := c.jobs.Claim(ctx, p)
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return out, fmt.Errorf("claim: %w", err)
+		}
+		asg, err := c.assignment(ctx, t, a)
+		if err != nil {
+			// The platform cannot describe the task (its revision is
+			// gone): a host error, requeued free up to the cap.
+			c.log.Error("cannot build assignment", "attempt_id", a.ID, "job_id", a.JobID, "err", err)
+			if ferr := c.jobs.AttemptFinished(ctx, a, &agentproto.Outcome{HostError: "the task's revision cannot be loaded"}, nil, ""); ferr != nil {
+				c.log.Error("record assignment failure", "attempt_id", a.ID, "err", ferr)
+			}
+			continue
+		}
+		out = append(out, *asg)
+		cpu -= t.CPU
+		mem -= t.MemoryMB
+		gpus -= t.GPUs
+	}
+	return out, nil
+}
+
+// assignment describes attempt a of task t for its host.
+func (c *Controller) assignment(ctx context.Context, t *store.Task, a *store.Attempt) (*agentproto.Assignment, error) {
+	rs, err := c.runSpec(ctx, t.JobID)
+	if err != nil {
+		return nil, err
+	}
+	hex, ok := strings.CutPrefix(rs.ImageDigest, "sha256:")
+	if !ok {
+		return nil, fmt.Errorf("revision of job %s has no image digest", t.JobID)
+	}
+	return &agentproto.Assignment{
+		AttemptID: a.ID, TaskID: t.ID, JobID: t.JobID, ProjectID: rs.Job.ProjectID,
+		ImageDigest: rs.ImageDigest, ImageLayoutDir: filepath.Join(c.cfg.ImagesDir, hex),
+		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: t.Payload,
+		CPU: t.CPU, MemoryMB: t.MemoryMB, TimeoutS: int(rs.Request.TimeoutS),
+	}, nil
+}
+
+// runSpecs caches how each job's tasks run: a job's revision never
+// changes, and a 10,000-task job should not re-read it per task. The cache
+// is dropped whole when it grows past its bound.
+type runSpecs struct {
+	mu sync.Mutex
+	m  map[string]*job.RunSpec
+}
+
+const runSpecCacheSize = 1024
+
+func (c *Controller) runSpec(ctx context.Context, jobID string) (*job.RunSpec, error) {
+	c.specs.mu.Lock()
+	rs := c.specs.m[jobID]
+	c.specs.mu.Unlock()
+	if rs != nil {
+		return rs, nil
+	}
+	j, err := c.st.JobGetByID(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if rs, err = c.jobs.RunSpec(ctx, j); err != nil {
+		return nil, err
+	}
+	c.specs.mu.Lock()
+	if c.specs.m == nil || len(c.specs.m) >= runSpecCacheSize {
+		c.specs.m = map[string]*job.RunSpec{}
+	}
+	c.specs.m[jobID] = rs
+	c.specs.mu.Unlock()
+	return rs, nil
+}

@@ -1,0 +1,255 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// This file is the job side of execution: what a claim, an attempt's start,
+// its progress and its end do to tasks and jobs. The dispatcher
+// (internal/fleet) decides who runs what and calls these.
+
+// Claim assigns the best queued task that fits p's free capacity to p's
+// host and moves its job to running (section 3.1: capacity assigned), in
+// one transaction. store.ErrNotFound when nothing fits.
+func (s *Service) Claim(ctx context.Context, p *store.TaskClaimParams) (*store.Task, *store.Attempt, error) {
+	var task *store.Task
+	var att *store.Attempt
+	err := s.store.InTx(ctx, func(q store.Querier) error {
+		t, a, err := q.TaskClaim(ctx, p)
+		if err != nil {
+			return err
+		}
+		_, err = q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: t.JobID, From: []store.JobStatus{store.JobQueued},
+			To: store.JobRunning, Now: p.Now})
+		if err == nil {
+			err = s.event(ctx, q, t.JobID, "", "", "job.running", nil, p.Now)
+		}
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		task, att = t, a
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return task, att, nil
+}
+
+// Request decodes the normalised submission stored with a job.
+func Request(j *store.Job) (*submit.Submission, error) {
+	var sub submit.Submission
+	if err := json.Unmarshal(j.Request, &sub); err != nil {
+		return nil, fmt.Errorf("job %s: stored request: %w", j.ID, err)
+	}
+	return &sub, nil
+}
+
+// AttemptStarted records that the runner started. store.ErrConflict when the
+// attempt is not assigned (a repeated event, or it ended meanwhile).
+func (s *Service) AttemptStarted(ctx context.Context, a *store.Attempt, at time.Time) error {
+	return s.store.InTx(ctx, func(q store.Querier) error {
+		if err := q.AttemptStart(ctx, a.ID, at); err != nil {
+			return err
+		}
+		return s.event(ctx, q, a.JobID, a.TaskID, a.ID, "attempt.started",
+			map[string]any{"attempt_number": a.Number, "worker_handle": a.HostID}, at)
+	})
+}
+
+// AttemptProgress records a running attempt's latest progress and output
+// tail. store.ErrConflict when its task no longer runs.
+func (s *Service) AttemptProgress(ctx context.Context, a *store.Attempt, progress json.RawMessage, tail string) error {
+	p := &store.TaskSetProgressParams{TaskID: a.TaskID, Now: s.clock.Now()}
+	if len(progress) > 0 {
+		p.Progress = progress
+	}
+	if tail != "" {
+		p.OutputTail = &tail
+	}
+	return s.store.TaskSetProgress(ctx, p)
+}
+
+// AttemptLost ends an open attempt that its host no longer runs (the host
+// vanished or restarted, or the controller restarted under it): the task is
+// requeued without using its retry budget (spec 2.10 rule 2).
+func (s *Service) AttemptLost(ctx context.Context, a *store.Attempt, reason string) error {
+	return s.AttemptFinished(ctx, a, lostOutcome(reason), nil, "")
+}
+
+// AttemptFinished records how an attempt ended, moves its task on (success,
+// retry, free requeue or failure, as Classify decides) and, when that was
+// the job's last open task, ends the job: completed, partial or failed, with
+// its summary. store.ErrConflict when the attempt already ended.
+func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agentproto.Outcome, progress json.RawMessage, tail string) error {
+	j, err := s.store.JobGetByID(ctx, a.JobID)
+	if err != nil {
+		return fmt.Errorf("job of attempt %s: %w", a.ID, err)
+	}
+	sub, err := Request(j)
+	if err != nil {
+		return err
+	}
+	t, err := s.store.TaskGet(ctx, a.TaskID)
+	if err != nil {
+		return fmt.Errorf("task of attempt %s: %w", a.ID, err)
+	}
+	d := Classify(t, sub.MaxRetries, o)
+	now := s.clock.Now()
+	p := &store.AttemptFinishParams{
+		AttemptID: a.ID, Status: d.Attempt, TerminalKind: d.TerminalKind, RetryDecision: d.RetryDecision,
+		TaskStatus: d.Task, RetriesUsed: d.RetriesUsed, InfraRequeues: d.InfraRequeues, DeclaredInfra: d.DeclaredInfra,
+		Now: now,
+	}
+	ranRunner := o.HostError == "" && o.SandboxError == ""
+	if ranRunner {
+		// The attempt's own output replaces the previous attempt's (spec
+		// 3.1: kept between retries until the new attempt emits its own).
+		code := int64(o.ExitCode)
+		p.ExitCode = &code
+		p.Output, p.ErrorText = &o.Stdout, &o.Stderr
+	}
+	if tail != "" {
+		p.OutputTail = &tail
+	}
+	if len(progress) > 0 {
+		p.Progress = progress
+	}
+	switch d.Task {
+	case store.TaskSucceeded:
+		if len(o.Result) > 0 {
+			p.Result = o.Result
+		}
+	case store.TaskFailed:
+		if len(o.Result) > 0 {
+			p.Result = o.Result
+		} else {
+			command, cwd := sub.RunnerCommand, ""
+			if rs, err := s.RunSpec(ctx, j); err == nil {
+				command, cwd = rs.Command, rs.Cwd
+			}
+			p.Result = failurePayload(d.FailureKind, o, command, cwd, sub.TimeoutS)
+		}
+		if !ranRunner {
+			msg := "attempt ended on the platform's side: " + firstNonEmpty(o.HostError, o.SandboxError)
+			p.ErrorText = &msg
+		}
+	}
+	data := map[string]any{"attempt_number": a.Number, "worker_handle": a.HostID, "terminal_kind": d.TerminalKind,
+		"retry_decision": d.RetryDecision, "task_status": d.Task}
+	if ranRunner {
+		data["exit_code"] = o.ExitCode
+	} else {
+		data["reason"] = firstNonEmpty(o.HostError, o.SandboxError)
+	}
+	if d.FailureKind != "" {
+		data["failure_kind"] = d.FailureKind
+	}
+	err = s.store.InTx(ctx, func(q store.Querier) error {
+		// Lock order: task and attempt (AttemptFinish), then job.
+		if _, err := q.AttemptFinish(ctx, p); err != nil {
+			return err
+		}
+		if err := s.event(ctx, q, a.JobID, a.TaskID, a.ID, d.Event, data, now); err != nil {
+			return err
+		}
+		if !d.Task.IsTerminal() {
+			return nil
+		}
+		return s.endIfDone(ctx, q, j, now)
+	})
+	if err != nil {
+		return err
+	}
+	if d.Task == store.TaskQueued {
+		s.wake()
+	}
+	return nil
+}
+
+// endIfDone ends a running job whose tasks have all ended. It runs in the
+// transaction that ended a task, after it.
+func (s *Service) endIfDone(ctx context.Context, q store.Querier, j *store.Job, now time.Time) error {
+	if err := q.JobTouch(ctx, j.ID, now); err != nil {
+		return err
+	}
+	counts, err := q.TaskCountByStatus(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	if counts[store.TaskQueued]+counts[store.TaskRunning] > 0 {
+		return nil
+	}
+	tasks, err := q.TaskList(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	summary := Summarize(j, tasks)
+	raw, err := json.Marshal(summary)
+	if err != nil {
+		return err
+	}
+	c := summary.TaskOutcomeCounts
+	to, msg, action := store.JobCompleted, "", ""
+	switch {
+	case c.Succeeded == int64(len(tasks)):
+	case c.Succeeded > 0:
+		to = store.JobPartial
+		msg = fmt.Sprintf("%d of %d tasks did not succeed (%d failed, %d cancelled)", c.Failed+c.Cancelled, len(tasks), c.Failed, c.Cancelled)
+		action = "Read GET /api/v1/jobs/" + j.ID + "/tasks for each failed task's error and result, fix the cause, and resubmit the failed part."
+	default:
+		to = store.JobFailed
+		msg = fmt.Sprintf("all %d tasks failed", len(tasks))
+		if first := firstFailure(tasks); first != "" {
+			msg += ": " + first
+		}
+		action = "Read GET /api/v1/jobs/" + j.ID + "/tasks for each task's error, output and failure payload, fix the runner, and resubmit."
+	}
+	if _, err := q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: j.ID, From: []store.JobStatus{store.JobRunning},
+		To: to, Error: msg, RecommendedAction: action, Summary: raw, Now: now}); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil // cancelled meanwhile: the cancel decided
+		}
+		return err
+	}
+	return s.event(ctx, q, j.ID, "", "", "job."+string(to), map[string]any{"task_outcome_counts": c}, now)
+}
+
+// firstFailure is a short description of the first failed task's failure.
+func firstFailure(tasks []*store.Task) string {
+	for _, t := range tasks {
+		if t.Status != store.TaskFailed {
+			continue
+		}
+		var fp FailurePayload
+		if json.Unmarshal(t.Result, &fp) == nil && fp.FailureKind != "" {
+			return fmt.Sprintf("task %d: %s", t.Index, fp.Message)
+		}
+		if t.ExitCode != nil {
+			return fmt.Sprintf("task %d: exit code %d", t.Index, *t.ExitCode)
+		}
+	}
+	return ""
+}
+
+// event records one job event in q's transaction.
+func (s *Service) event(ctx context.Context, q store.Querier, jobID, taskID, attemptID, kind string, data any, at time.Time) error {
+	raw := json.RawMessage(`{}`)
+	if data != nil {
+		var err error
+		if raw, err = json.Marshal(data); err != nil {
+			return err
+		}
+	}
+	return q.JobEventCreate(ctx, &store.JobEvent{ID: id.New(id.Event), JobID: jobID, TaskID: taskID, AttemptID: attemptID,
+		Kind: kind, Data: raw, CreatedAt: at})
+}

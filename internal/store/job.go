@@ -193,6 +193,7 @@ type JobListParams struct {
 	ProjectID string
 	Type      string
 	Tag       string
+	ClientRef string // exact match
 	Since     *time.Time
 	IDs       []string
 	Limit     int

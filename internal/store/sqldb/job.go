@@ -254,6 +254,9 @@ func (q *queries) JobList(ctx context.Context, p *store.JobListParams) ([]*store
 	if p.Tag != "" {
 		filter("JobListByTag", p.AccountID, p.Tag)
 	}
+	if p.ClientRef != "" {
+		filter("JobListByClientRef", p.ClientRef)
+	}
 	if p.Since != nil {
 		filter("JobListSince", micros(*p.Since))
 	}

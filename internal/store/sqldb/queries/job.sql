@@ -73,6 +73,9 @@ AND type = $1
 -- $1 is the account again: job_tags is keyed by account and tag.
 AND id IN (SELECT job_id FROM job_tags WHERE account_id = $1 AND tag = $2)
 
+-- name: JobListByClientRef
+AND client_ref = $1
+
 -- name: JobListSince
 AND submitted_at >= $1
 

@@ -41,4 +41,5 @@ type Querier interface {
 	RuntimeStore
 	QuoteStore
 	JobStore
+	JobEditStore
 }

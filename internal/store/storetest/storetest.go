@@ -42,6 +42,9 @@ func Run(t *testing.T, newStore Factory) {
 	for name, fn := range jobTests {
 		tests[name] = fn
 	}
+	for name, fn := range jobEditTests {
+		tests[name] = fn
+	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,207 @@
+package storetest
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// jobEditTests are the conformance tests of store.JobEditStore and of the
+// job list's client_ref filter; Run adds them to its map.
+var jobEditTests = map[string]func(*testing.T, store.Store){
+	"TaskSetRequirements":        testTaskSetRequirements,
+	"TaskSetRequirementsGuarded": testTaskSetRequirementsGuarded,
+	"JobIDsWithOutput":           testJobIDsWithOutput,
+	"JobListByClientRef":         testJobListByClientRef,
+}
+
+// Queued and running tasks take the new requirements, ended ones keep
+// theirs, the job's request changes with them, and claims use the new
+// capacity columns at once.
+func testTaskSetRequirements(t *testing.T, s store.Store) {
+	f := setupJobs(t, s)
+	p := f.jobParams(3, t0)
+	for i := range p.Tasks {
+		p.Tasks[i].CPU, p.Tasks[i].MemoryMB = 1, 512
+	}
+	j := mustJob(t, s, p)
+	t1 := t0.Add(time.Second)
+	claim := func(attemptID string) (*store.Task, *store.Attempt) {
+		t.Helper()
+		task, a, err := s.TaskClaim(ctx(t), &store.TaskClaimParams{HostID: "wkr_a", AttemptID: attemptID, FreeCPU: 8,
+			FreeMemoryMB: 8192, Now: t1})
+		if err != nil {
+			t.Fatalf("TaskClaim: %v", err)
+		}
+		return task, a
+	}
+	done, a0 := claim("att_0")
+	mustFinish(t, s, &store.AttemptFinishParams{AttemptID: a0.ID, Status: store.AttemptSucceeded, TerminalKind: "exit",
+		RetryDecision: "none", TaskStatus: store.TaskSucceeded, Now: t1})
+	running, _ := claim("att_1")
+	before := mustTask(t, s, running.ID)
+
+	req := json.RawMessage(`{"cpu":4,"memory_mb":4096,"gpu_count":1}`)
+	newRequest := json.RawMessage(`{"type":"structured_runner","requirements":{"cpu":4}}`)
+	t2 := t0.Add(time.Minute)
+	n, err := s.TaskSetRequirements(ctx(t), &store.TaskSetRequirementsParams{JobID: j.ID, Requirements: req, CPU: 4,
+		MemoryMB: 4096, GPUs: 1, Request: newRequest, PrevRequest: j.Request, Now: t2})
+	if err != nil || n != 2 {
+		t.Fatalf("TaskSetRequirements = %d, %v; want 2 tasks (one queued, one running)", n, err)
+	}
+	tasks, err := s.TaskList(ctx(t), j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		switch task.ID {
+		case done.ID:
+			if string(task.Requirements) != `{"cpu":1}` || task.CPU != 1 || task.MemoryMB != 512 || task.GPUs != 0 {
+				t.Errorf("succeeded task: got %s cpu %v mem %d gpus %d, want its old requirements", task.Requirements, task.CPU, task.MemoryMB, task.GPUs)
+			}
+		default:
+			if !jsonSame(t, task.Requirements, req) || task.CPU != 4 || task.MemoryMB != 4096 || task.GPUs != 1 {
+				t.Errorf("%s task: got %s cpu %v mem %d gpus %d, want %s 4 4096 1", task.Status, task.Requirements, task.CPU, task.MemoryMB, task.GPUs, req)
+			}
+		}
+	}
+	if after := mustTask(t, s, running.ID); !after.UpdatedAt.Equal(before.UpdatedAt) || after.Status != store.TaskRunning {
+		t.Errorf("running task: got updated_at %v status %s, want %v running (an edit is not a report)", after.UpdatedAt, after.Status, before.UpdatedAt)
+	}
+	got, err := s.JobGet(ctx(t), f.acct.ID, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !jsonSame(t, got.Request, newRequest) || !got.UpdatedAt.Equal(t2) {
+		t.Errorf("job: got request %s updated %v, want %s at %v", got.Request, got.UpdatedAt, newRequest, t2)
+	}
+
+	// The last queued task now needs 4 CPUs, 4096 MB and a GPU.
+	_, _, err = s.TaskClaim(ctx(t), &store.TaskClaimParams{HostID: "wkr_b", AttemptID: "att_small", FreeCPU: 2,
+		FreeMemoryMB: 8192, FreeGPUs: 1, Now: t2})
+	wantErr(t, err, store.ErrNotFound)
+	task, _, err := s.TaskClaim(ctx(t), &store.TaskClaimParams{HostID: "wkr_b", AttemptID: "att_big", FreeCPU: 4,
+		FreeMemoryMB: 4096, FreeGPUs: 1, Now: t2})
+	if err != nil || task.CPU != 4 {
+		t.Fatalf("claim with room for the new requirements = %+v, %v", task, err)
+	}
+}
+
+// A stale request, an ended job or an unknown one change nothing.
+func testTaskSetRequirementsGuarded(t *testing.T, s store.Store) {
+	f := setupJobs(t, s)
+	p := f.jobParams(2, t0)
+	j := mustJob(t, s, p)
+	edit := func(jobID string, prev json.RawMessage) error {
+		_, err := s.TaskSetRequirements(ctx(t), &store.TaskSetRequirementsParams{JobID: jobID,
+			Requirements: json.RawMessage(`{"cpu":9}`), CPU: 9, MemoryMB: 9, Request: json.RawMessage(`{"edited":true}`),
+			PrevRequest: prev, Now: t0.Add(time.Minute)})
+		return err
+	}
+	unchanged := func(what string) {
+		t.Helper()
+		tasks, err := s.TaskList(ctx(t), j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			if string(task.Requirements) != `{"cpu":1}` || task.CPU != 0 {
+				t.Errorf("%s: task %d got %s cpu %v, want the old requirements (rolled back)", what, task.Index, task.Requirements, task.CPU)
+			}
+		}
+		got, err := s.JobGet(ctx(t), f.acct.ID, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Request) != string(j.Request) {
+			t.Errorf("%s: job request got %s, want %s", what, got.Request, j.Request)
+		}
+	}
+	wantErr(t, edit(j.ID, json.RawMessage(`{"type":"other"}`)), store.ErrConflict)
+	unchanged("stale request")
+	wantErr(t, edit("job_nope", j.Request), store.ErrNotFound)
+
+	// Inside a caller's transaction the refusal is the caller's to roll back.
+	err := s.InTx(ctx(t), func(q store.Querier) error {
+		_, err := q.TaskSetRequirements(ctx(t), &store.TaskSetRequirementsParams{JobID: j.ID,
+			Requirements: json.RawMessage(`{"cpu":9}`), CPU: 9, Request: json.RawMessage(`{}`),
+			PrevRequest: json.RawMessage(`{"stale":1}`), Now: t0})
+		return err
+	})
+	wantErr(t, err, store.ErrConflict)
+	unchanged("stale request in a transaction")
+
+	if _, err := s.TaskCancelOpen(ctx(t), j.ID, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	mustSetStatus(t, s, j.ID, store.JobCancelled, t0.Add(time.Second))
+	wantErr(t, edit(j.ID, j.Request), store.ErrConflict)
+	unchanged("ended job")
+}
+
+func testJobIDsWithOutput(t *testing.T, s store.Store) {
+	f := setupJobs(t, s)
+	quiet := mustJob(t, s, f.jobParams(2, t0))
+	loud := mustJob(t, s, f.jobParams(2, t0.Add(time.Second)))
+	// Claims take the oldest job first: both of quiet's tasks, then loud's.
+	for range 3 {
+		task, a := mustClaim(t, s, "wkr_a", t0.Add(time.Minute))
+		out := ""
+		if task.JobID == loud.ID {
+			out = "hello\n"
+		}
+		mustFinish(t, s, &store.AttemptFinishParams{AttemptID: a.ID, Status: store.AttemptSucceeded, TerminalKind: "exit",
+			RetryDecision: "none", TaskStatus: store.TaskSucceeded, Output: &out, Now: t0.Add(time.Minute)})
+	}
+	got, err := s.JobIDsWithOutput(ctx(t), []string{quiet.ID, loud.ID, "job_nope"})
+	if err != nil || !slices.Equal(got, []string{loud.ID}) {
+		t.Errorf("JobIDsWithOutput = %v, %v; want [%s]", got, err, loud.ID)
+	}
+	if got, err := s.JobIDsWithOutput(ctx(t), nil); err != nil || len(got) != 0 {
+		t.Errorf("JobIDsWithOutput(none) = %v, %v; want nothing", got, err)
+	}
+}
+
+func testJobListByClientRef(t *testing.T, s store.Store) {
+	f := setupJobs(t, s)
+	bob := jobFixture{acct: mustAccount(t, s, "bob")}
+	bob.proj = mustProject(t, s, bob.acct.ID, "p")
+	var want []string
+	for i, ref := range []*string{ptr("run-1"), nil, ptr("run-2"), ptr("run-1"), ptr("RUN-1")} {
+		p := f.jobParams(1, t0.Add(time.Duration(i)*time.Minute))
+		p.Job.ClientRef = ref
+		j := mustJob(t, s, p)
+		if ref != nil && *ref == "run-1" {
+			want = append([]string{j.ID}, want...)
+		}
+	}
+	bp := bob.jobParams(1, t0)
+	bp.Job.ClientRef = ptr("run-1")
+	mustJob(t, s, bp)
+	jobs, total, err := s.JobList(ctx(t), &store.JobListParams{AccountID: f.acct.ID, ClientRef: "run-1"})
+	if err != nil || total != 2 || !slices.Equal(jobIDs(jobs), want) {
+		t.Errorf("JobList(client_ref run-1) = %v (total %d), %v; want %v", jobIDs(jobs), total, err, want)
+	}
+	jobs, total, err = s.JobList(ctx(t), &store.JobListParams{AccountID: f.acct.ID, ClientRef: "run-1",
+		Statuses: []store.JobStatus{store.JobQueued}, Limit: 1, Offset: 1})
+	if err != nil || total != 2 || len(jobs) != 1 || jobs[0].ID != want[1] {
+		t.Errorf("JobList(client_ref, status, page 2) = %v (total %d), %v; want [%s]", jobIDs(jobs), total, err, want[1])
+	}
+}
+
+func jsonSame(t *testing.T, a, b json.RawMessage) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("decode %s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
+}

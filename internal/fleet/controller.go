@@ -74,6 +74,11 @@ type host struct {
 	// lease serialises a host's lease requests: one decides at a time, so
 	// that reconciling its running list and assigning never interleave.
 	lease sync.Mutex
+	// cancelSent is when each attempt the host must stop was last sent to
+	// it (guarded by lease). The host keeps listing a stopped attempt until
+	// its end is reported; it is sent again only after a heartbeat
+	// interval, not on every lease.
+	cancelSent map[string]time.Time
 }
 
 // NewController returns a controller with defaults filled in.

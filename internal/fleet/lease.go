@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,7 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 	}
 	prof, _ := json.Marshal(req.Profile)
 	h := &host{id: hostID, driver: req.Driver, profile: req.Profile, profJSON: prof, capacity: req.Capacity,
-		lastSeen: c.clk.Now()}
+		lastSeen: c.clk.Now(), cancelSent: map[string]time.Time{}}
 	c.mu.Lock()
 	c.hosts[hostID] = h
 	c.mu.Unlock()
@@ -129,9 +130,20 @@ func (c *Controller) reconcile(ctx context.Context, h *host, running []string) (
 		}
 	}
 	cancel := []string{}
+	now := c.clk.Now()
 	for _, id := range running {
-		if !isOpen[id] {
-			cancel = append(cancel, id)
+		if isOpen[id] {
+			continue
+		}
+		if sent, ok := h.cancelSent[id]; ok && now.Sub(sent) < c.cfg.HeartbeatInterval {
+			continue
+		}
+		h.cancelSent[id] = now
+		cancel = append(cancel, id)
+	}
+	for id := range h.cancelSent {
+		if !slices.Contains(running, id) {
+			delete(h.cancelSent, id) // stopped and reported
 		}
 	}
 	return cancel, nil

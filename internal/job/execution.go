@@ -130,15 +130,11 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 			p.Result = o.Result
 		}
 	case store.TaskFailed:
-		if len(o.Result) > 0 {
-			p.Result = o.Result
-		} else {
-			command, cwd := sub.RunnerCommand, ""
-			if rs, err := s.RunSpec(ctx, j); err == nil {
-				command, cwd = rs.Command, rs.Cwd
-			}
-			p.Result = failurePayload(d.FailureKind, o, command, cwd, sub.TimeoutS)
+		command, cwd := sub.RunnerCommand, ""
+		if rs, err := s.RunSpec(ctx, j); err == nil {
+			command, cwd = rs.Command, rs.Cwd
 		}
+		p.Result = withFailure(o.Result, failurePayload(d.FailureKind, o, command, cwd, sub.TimeoutS))
 		if !ranRunner {
 			msg := "attempt ended on the platform's side: " + firstNonEmpty(o.HostError, o.SandboxError)
 			p.ErrorText = &msg

@@ -178,3 +178,30 @@ func firstNonEmpty(ss ...string) string {
 	}
 	return ""
 }
+
+// withFailure is a failed task's result: the failure payload, with the
+// runner's own result kept when it wrote one. A result object gains the
+// payload's fields it does not have itself; any other result is kept under
+// "runner_result".
+func withFailure(result, failure json.RawMessage) json.RawMessage {
+	if len(result) == 0 {
+		return failure
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(result, &obj); err != nil || obj == nil {
+		var f map[string]json.RawMessage
+		_ = json.Unmarshal(failure, &f)
+		f["runner_result"] = result
+		out, _ := json.Marshal(f)
+		return out
+	}
+	var f map[string]json.RawMessage
+	_ = json.Unmarshal(failure, &f)
+	for k, v := range f {
+		if _, ok := obj[k]; !ok {
+			obj[k] = v
+		}
+	}
+	out, _ := json.Marshal(obj)
+	return out
+}

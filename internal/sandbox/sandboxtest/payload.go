@@ -28,7 +28,9 @@ type Payload struct {
 
 	Flock *Flock `json:"flock,omitempty"`
 
-	NoResult   bool `json:"no_result,omitempty"`
+	NoResult     bool   `json:"no_result,omitempty"`
+	FailureClass string `json:"failure_class,omitempty"` // echoed into the result
+
 	ResultPad  int  `json:"result_pad,omitempty"` // bytes of padding in the result
 	AllocMB    int  `json:"alloc_mb,omitempty"`
 	IgnoreTerm bool `json:"ignore_term,omitempty"`

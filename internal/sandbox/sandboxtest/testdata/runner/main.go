@@ -40,7 +40,9 @@ type payload struct {
 
 	Flock *flockStep `json:"flock"`
 
-	NoResult   bool `json:"no_result"`
+	NoResult     bool   `json:"no_result"`
+	FailureClass string `json:"failure_class"` // written into the result, e.g. "infra"
+
 	ResultPad  int  `json:"result_pad"` // bytes of padding added to the result to exceed caps
 	AllocMB    int  `json:"alloc_mb"`   // touch this much memory, 1 MiB at a time
 	IgnoreTerm bool `json:"ignore_term"`
@@ -71,6 +73,9 @@ type report struct {
 	Reads       map[string]string `json:"reads,omitempty"`
 	Flock       string            `json:"flock,omitempty"`
 	Pad         string            `json:"pad,omitempty"`
+	// FailureClass echoes the payload's, so a runner can ask for a free
+	// requeue (spec 2.10 rule 3).
+	FailureClass string `json:"failure_class,omitempty"`
 }
 
 func main() {
@@ -217,6 +222,7 @@ func writeResult(p payload, r report) error {
 	if p.NoResult {
 		return nil
 	}
+	r.FailureClass = p.FailureClass
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)

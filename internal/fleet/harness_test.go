@@ -1,0 +1,297 @@
+package fleet_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/fleet"
+	"github.com/skiffhq/skiff/internal/httpapi/apitest"
+	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/ociimage"
+	"github.com/skiffhq/skiff/internal/sandbox"
+	"github.com/skiffhq/skiff/internal/sandbox/gvisor"
+	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// harness is a controller with the job service over a real store, serving
+// agentproto on a loopback HTTP server, and a published project whose image
+// is the sandbox test runner. Hosts are real agents running gVisor.
+type harness struct {
+	t         *testing.T
+	st        store.Store
+	jobs      *job.Service
+	ctrl      *fleet.Controller
+	srv       *httptest.Server
+	accountID string
+	imagesDir string
+	log       *slog.Logger
+	images    *ociimage.Cache
+	driver    sandbox.Driver
+	cancel    context.CancelFunc
+}
+
+type harnessOptions struct {
+	store store.Store // default: a fresh SQLite store
+}
+
+// testLog is the harness log; it is printed when the test fails.
+type testLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func gvisorDriver(t *testing.T) sandbox.Driver {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("gvisor: needs root")
+	}
+	runsc := os.Getenv("SKIFF_RUNSC")
+	if runsc == "" {
+		runsc = gvisor.DefaultRunscPath
+	}
+	if _, err := os.Stat(runsc); err != nil {
+		t.Skipf("gvisor: needs runsc at %s: %v", runsc, err)
+	}
+	parent := "skiff-fleet-test-" + strings.ToLower(rand.Text()[:10])
+	d, err := gvisor.New(gvisor.Config{RunscPath: runsc, StateDir: t.TempDir(), CgroupParent: parent, Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := d.Cleanup(ctx); err != nil {
+			t.Errorf("Cleanup: %v", err)
+		}
+		_ = exec.Command("sh", "-c", "rmdir /sys/fs/cgroup/"+parent+" /sys/fs/cgroup/*/"+parent+" 2>/dev/null").Run()
+	})
+	return d
+}
+
+func newHarness(t *testing.T, opts harnessOptions) *harness {
+	t.Helper()
+	driver := gvisorDriver(t)
+	st := opts.store
+	if st == nil {
+		st = apitest.OpenSQLite(t)
+	}
+	logs := &testLog{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs.mu.Lock()
+			out := logs.buf.String()
+			logs.mu.Unlock()
+			if len(out) > 20000 {
+				out = out[len(out)-20000:]
+			}
+			t.Logf("log:\n%s", out)
+		}
+	})
+	h := &harness{t: t, st: st, log: log, driver: driver, imagesDir: t.TempDir()}
+	h.jobs = job.New(job.Config{Store: st, Clock: clock.System{}, Logger: log})
+
+	layoutDir, digest := sandboxtest.RunnerImage(t)
+	hex := strings.TrimPrefix(digest, "sha256:")
+	if err := os.Symlink(layoutDir, filepath.Join(h.imagesDir, hex)); err != nil {
+		t.Fatal(err)
+	}
+	h.images = &ociimage.Cache{Root: t.TempDir(), MountPoints: sandbox.MountPoints(), Logger: log}
+	// Unpack once up front, so that no agent's first attempt races an unpack
+	// that writes an executable (ETXTBSY, see the agent tests).
+	if _, err := h.images.Unpack(t.Context(), layoutDir, digest); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+
+	ctx := context.Background()
+	now := time.Now().UTC()
+	acc, err := st.AccountCreate(ctx, &store.AccountCreateParams{ID: id.New(id.Account), Name: "fleet-" + strings.ToLower(rand.Text()[:6]), Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.accountID = acc.ID
+	p, err := st.ProjectCreate(ctx, &store.ProjectWriteParams{ID: id.New(id.Project), AccountID: acc.ID, Name: "runner",
+		Env: json.RawMessage(`{"PROJECT_VAR":"from-project"}`), SetupTimeoutS: 600, RuntimeKind: "oci", RuntimeVersion: 1, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := `{"version":1,"runtime":{"kind":"oci","sandbox":"gvisor","workdir":"/app"},"entrypoint":{"command":["/usr/local/bin/runner"]}}`
+	pu, err := st.PushCreate(ctx, &store.PushCreateParams{ID: id.New(id.Push), ProjectID: p.ID, AccountID: acc.ID,
+		ContentHash: "sha256:" + strings.Repeat("0", 64), Manifest: json.RawMessage(manifest), Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PushStart(ctx, pu.ID, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PushFinish(ctx, &store.PushFinishParams{ID: pu.ID, Status: store.PushPublished, ImageDigest: digest, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// start runs a controller over h's store; a second start after stop is a
+// controller restart.
+func (h *harness) start() {
+	h.ctrl = fleet.NewController(fleet.ControllerConfig{Store: h.st, Jobs: h.jobs, Log: h.log, ImagesDir: h.imagesDir,
+		HeartbeatInterval: time.Second, LostAfter: 3 * time.Second, SweepInterval: 200 * time.Millisecond,
+		RetryAvoidWindow: 30 * time.Second})
+	h.srv = httptest.NewServer(h.ctrl.Handler())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = h.ctrl.Run(ctx) }()
+	h.cancel = func() { cancel(); <-done }
+	h.t.Cleanup(h.stop)
+}
+
+// stop closes the controller's server abruptly, as a crash would.
+func (h *harness) stop() {
+	if h.srv == nil {
+		return
+	}
+	h.srv.CloseClientConnections()
+	h.srv.Close()
+	h.cancel()
+	h.srv = nil
+}
+
+// host starts an agent with slots slots; stopping it (the returned func, or
+// the test's end) kills its attempts and reports them.
+func (h *harness) host(slots int) (hostID string, stop func()) {
+	h.t.Helper()
+	hostID = id.New(id.Worker)
+	token := "tok-" + hostID
+	h.ctrl.AllowHost(token, hostID)
+	dir := h.t.TempDir()
+	a, err := agent.New(agent.Config{
+		Controller: &agent.HTTPController{BaseURL: h.srv.URL, Token: token},
+		Driver:     h.driver, Images: h.images,
+		WorkRoot: filepath.Join(dir, "work"), CacheRoot: filepath.Join(dir, "cache"),
+		Slots: slots, Capacity: agentCapacity(slots),
+		LeaseWait: time.Second, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		ProgressInterval: 200 * time.Millisecond, ShutdownGrace: 20 * time.Second,
+		Logger: h.log.With("host", hostID),
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	h.t.Cleanup(stop)
+	return hostID, stop
+}
+
+func (h *harness) submit(js apiv1.JobSubmit) *store.Job {
+	h.t.Helper()
+	project := "runner"
+	js.Project = &project
+	if js.RunnerCommand == nil {
+		js.RunnerCommand = []string{"/usr/local/bin/runner"}
+	}
+	if js.Requirements == nil {
+		cpu, mem := 1.0, int64(256)
+		js.Requirements = &apiv1.JobRequirements{CPU: &cpu, MemoryMB: &mem}
+	}
+	j, err := h.jobs.Submit(context.Background(), h.accountID, &js)
+	if err != nil {
+		h.t.Fatalf("submit: %v", err)
+	}
+	return j
+}
+
+// wait polls the job until it is terminal.
+func (h *harness) wait(j *store.Job, within time.Duration) *store.Job {
+	h.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got, err := h.st.JobGetByID(context.Background(), j.ID)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if got.Status.IsTerminal() {
+			return got
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("job %s still %s after %s", j.ID, got.Status, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitFor polls until ok is true for the job's tasks.
+func (h *harness) waitFor(j *store.Job, within time.Duration, what string, ok func([]*store.Task, []*store.Attempt) bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		tasks, err := h.st.TaskList(context.Background(), j.ID)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		atts, err := h.st.AttemptList(context.Background(), j.ID)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if ok(tasks, atts) {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("job %s: %s did not happen within %s", j.ID, what, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (h *harness) tasks(j *store.Job) ([]*store.Task, []*store.Attempt) {
+	h.t.Helper()
+	tasks, err := h.st.TaskList(context.Background(), j.ID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	atts, err := h.st.AttemptList(context.Background(), j.ID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return tasks, atts
+}
+
+func (h *harness) eventKinds(j *store.Job) []string {
+	h.t.Helper()
+	evs, err := h.st.JobEventList(context.Background(), j.ID, 0)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	return kinds
+}
+
+func payload(t *testing.T, p sandboxtest.Payload) json.RawMessage { return p.Encode(t) }
+
+func ptr[T any](v T) *T { return &v }

@@ -117,7 +117,7 @@ func testJobsInGVisor(t *testing.T, opts harnessOptions) {
 		if fp.FailureKind != job.FailureInfraLimit {
 			t.Errorf("failure kind: got %q, want %q", fp.FailureKind, job.FailureInfraLimit)
 		}
-		if n := count(h.eventKinds(j), "attempt.infra_requeued"); n != job.MaxInfraRequeues+1 {
+		if n := count(h.eventKinds(j), "attempt.infra_requeued"); n != job.MaxInfraRequeues {
 			t.Errorf("attempt.infra_requeued events: got %d", n)
 		}
 	})

@@ -58,7 +58,7 @@ func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome) Decision {
 	free := func(status store.AttemptStatus, kind, event string) Decision {
 		if d.InfraRequeues >= MaxInfraRequeues {
 			d.Attempt, d.TerminalKind, d.RetryDecision = status, kind, "none"
-			d.Task, d.Event, d.FailureKind = store.TaskFailed, event, FailureInfraLimit
+			d.Task, d.Event, d.FailureKind = store.TaskFailed, "attempt.failed", FailureInfraLimit
 			return d
 		}
 		d.InfraRequeues++

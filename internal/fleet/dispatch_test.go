@@ -278,3 +278,38 @@ func count(ss []string, s string) int {
 	}
 	return n
 }
+
+// TestDependencies: a job waits in planning until its dependency ends; a
+// completed dependency queues it, a failed one cancels it and, in turn, the
+// jobs waiting on it.
+func TestDependencies(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	first := h.submit(apiv1.JobSubmit{Payload: payload(t, sandboxtest.Payload{SleepMS: 1500})})
+	after := h.submit(apiv1.JobSubmit{DependsOn: []string{first.ID}, Payload: payload(t, sandboxtest.Payload{})})
+	if after.Status != store.JobPlanning {
+		t.Fatalf("dependent job: got %s, want planning", after.Status)
+	}
+	failing := h.submit(apiv1.JobSubmit{Payload: payload(t, sandboxtest.Payload{Exit: 1, NoResult: true})})
+	doomed := h.submit(apiv1.JobSubmit{DependsOn: []string{first.ID, failing.ID}, Payload: payload(t, sandboxtest.Payload{})})
+	chained := h.submit(apiv1.JobSubmit{DependsOn: []string{doomed.ID}, Payload: payload(t, sandboxtest.Payload{})})
+	h.host(2)
+
+	if got := h.wait(after, time.Minute); got.Status != store.JobCompleted {
+		t.Errorf("dependent of a completed job: got %s (%s), want completed", got.Status, got.Error)
+	}
+	for _, j := range []*store.Job{doomed, chained} {
+		got := h.wait(j, time.Minute)
+		_, atts := h.tasks(got)
+		if got.Status != store.JobCancelled || len(atts) != 0 || !strings.Contains(got.Error, "dependency") {
+			t.Errorf("job %s: got %s (%q) with %d attempts, want cancelled by its dependency without running", j.ID, got.Status, got.Error, len(atts))
+		}
+	}
+	// A dependency that already ended decides at submit.
+	late := h.submit(apiv1.JobSubmit{DependsOn: []string{first.ID}, Payload: payload(t, sandboxtest.Payload{})})
+	if late.Status != store.JobQueued {
+		t.Errorf("job on an ended dependency: got %s, want queued at once", late.Status)
+	}
+	if got := h.wait(late, time.Minute); got.Status != store.JobCompleted {
+		t.Errorf("late dependent: got %s", got.Status)
+	}
+}

@@ -166,7 +166,9 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 	if err != nil {
 		return err
 	}
-	if d.Task == store.TaskQueued {
+	if d.Task == store.TaskQueued || d.Task.IsTerminal() {
+		// A requeued task waits for a host; a job's end may have queued
+		// the jobs that depended on it.
 		s.wake()
 	}
 	return nil
@@ -217,7 +219,11 @@ func (s *Service) endIfDone(ctx context.Context, q store.Querier, j *store.Job, 
 		}
 		return err
 	}
-	return s.event(ctx, q, j.ID, "", "", "job."+string(to), map[string]any{"task_outcome_counts": c}, now)
+	if err := s.event(ctx, q, j.ID, "", "", "job."+string(to), map[string]any{"task_outcome_counts": c}, now); err != nil {
+		return err
+	}
+	_, err = s.settleDependents(ctx, q, j.ID, now)
+	return err
 }
 
 // firstFailure is a short description of the first failed task's failure.

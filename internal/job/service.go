@@ -122,8 +122,16 @@ func (s *Service) Submit(ctx context.Context, accountID string, js *apiv1.JobSub
 	event, _ := json.Marshal(map[string]any{"status": status, "task_count": len(tasks), "revision": rev.ContentHash})
 	var created *store.Job
 	err = s.store.InTx(ctx, func(q store.Querier) error {
-		created, err = q.JobCreate(ctx, &store.JobCreateParams{Job: job, Tasks: tasks,
+		created, err = q.JobCreate(ctx, &store.JobCreateParams{Job: job, Tasks: tasks, DependsOn: sub.DependsOn,
 			Event: store.JobEvent{ID: id.New(id.Event), JobID: job.ID, Kind: "job.submitted", Data: event, CreatedAt: now}})
+		if err != nil || status != store.JobPlanning {
+			return err
+		}
+		// Dependencies that already ended decide at once.
+		if _, err := s.settle(ctx, q, job.ID, now); err != nil {
+			return err
+		}
+		created, err = q.JobGet(ctx, accountID, job.ID)
 		return err
 	})
 	if err != nil {
@@ -173,7 +181,11 @@ func (s *Service) Cancel(ctx context.Context, accountID, jobID, reason string) (
 			return err
 		}
 		data, _ := json.Marshal(map[string]any{"reason": reason, "killed_attempts": len(running)})
-		return q.JobEventCreate(ctx, &store.JobEvent{ID: id.New(id.Event), JobID: jobID, Kind: "job.cancelled", Data: data, CreatedAt: now})
+		if err := q.JobEventCreate(ctx, &store.JobEvent{ID: id.New(id.Event), JobID: jobID, Kind: "job.cancelled", Data: data, CreatedAt: now}); err != nil {
+			return err
+		}
+		_, err = s.settleDependents(ctx, q, jobID, now)
+		return err
 	})
 	if errors.Is(err, store.ErrConflict) {
 		cur, gerr := s.Get(ctx, accountID, jobID)

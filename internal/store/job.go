@@ -183,6 +183,8 @@ type JobCreateParams struct {
 	Job   Job
 	Tasks []Task
 	Event JobEvent
+	// DependsOn lists the jobs this one waits on (distinct ids).
+	DependsOn []string
 }
 
 // JobListParams filters GET /jobs. Zero values mean "any"; Since is
@@ -286,6 +288,10 @@ type JobStore interface {
 	// JobSetStatus moves a job if it is in one of p.From and the move is in
 	// JobTransitions; ErrConflict otherwise, ErrNotFound when there is no job.
 	JobSetStatus(ctx context.Context, p *JobSetStatusParams) (*Job, error)
+	// JobDependents lists the planning jobs that depend on jobID.
+	JobDependents(ctx context.Context, jobID string) ([]string, error)
+	// JobDependencyStatuses gives the status of each job jobID depends on.
+	JobDependencyStatuses(ctx context.Context, jobID string) (map[string]JobStatus, error)
 	// ProjectActiveJobCount counts a project's planning, queued and running jobs.
 	ProjectActiveJobCount(ctx context.Context, projectID string) (int, error)
 

@@ -203,6 +203,13 @@ func (q *queries) JobCreate(ctx context.Context, p *store.JobCreateParams) (*sto
 			}); err != nil {
 			return err
 		}
+		deps := slices.Clone(p.DependsOn)
+		slices.Sort(deps)
+		deps = slices.Compact(deps)
+		if err := q.insertBatches(ctx, "JobDepCreateBatch", []any{j.ID}, len(deps),
+			func(args []any, i int) []any { return append(args, deps[i]) }); err != nil {
+			return err
+		}
 		if err := q.JobEventCreate(ctx, &ev); err != nil {
 			return err
 		}
@@ -477,6 +484,40 @@ func (q *queries) AttemptList(ctx context.Context, jobID string) ([]*store.Attem
 func (q *queries) AttemptGet(ctx context.Context, id string) (*store.Attempt, error) {
 	a, err := scanAttempt(q.read.QueryRowContext(ctx, q.sql("AttemptGet"), id))
 	return a, q.mapErr(err)
+}
+
+func (q *queries) JobDependents(ctx context.Context, jobID string) ([]string, error) {
+	rows, err := q.read.QueryContext(ctx, q.sql("JobDependents"), jobID)
+	if err != nil {
+		return nil, q.mapErr(err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+func (q *queries) JobDependencyStatuses(ctx context.Context, jobID string) (map[string]store.JobStatus, error) {
+	rows, err := q.read.QueryContext(ctx, q.sql("JobDependencyStatuses"), jobID)
+	if err != nil {
+		return nil, q.mapErr(err)
+	}
+	defer rows.Close()
+	out := map[string]store.JobStatus{}
+	for rows.Next() {
+		var id, status string
+		if err := rows.Scan(&id, &status); err != nil {
+			return nil, err
+		}
+		out[id] = store.JobStatus(status)
+	}
+	return out, rows.Err()
 }
 
 func (q *queries) JobTouch(ctx context.Context, id string, now time.Time) error {

@@ -24,6 +24,8 @@ var jobTests = map[string]func(*testing.T, store.Store){
 	"JobSetStatusFields":    testJobSetStatusFields,
 	"ProjectActiveJobCount": testProjectActiveJobCount,
 	"TaskClaimOrder":        testTaskClaimOrder,
+	"TaskClaimFit":          testTaskClaimFit,
+	"JobDependencies":       testJobDependencies,
 	"TaskClaimConcurrent":   testTaskClaimConcurrent,
 	"CancelRacesClaims":     testCancelRacesClaims,
 	"AttemptLifecycle":      testAttemptLifecycle,
@@ -1038,5 +1040,76 @@ func testJobSchemaChecks(t *testing.T, s store.Store) {
 	// works only if nothing of the first one was left.
 	if _, err := s.JobCreate(ctx(t), p); err != nil {
 		t.Errorf("recreating a deleted job: %v", err)
+	}
+}
+
+// testTaskClaimFit: a claim takes the first task that fits the free
+// capacity, and passes over a task its host ran last when asked to.
+func testTaskClaimFit(t *testing.T, s store.Store) {
+	f := setupJobs(t, s)
+	t0 := time.Unix(1_800_000_000, 0).UTC()
+	p := f.jobParams(2, t0)
+	p.Tasks[0].CPU, p.Tasks[0].MemoryMB = 4, 8192
+	p.Tasks[1].CPU, p.Tasks[1].MemoryMB = 1, 512
+	mustJob(t, s, p)
+	claim := func(host string, cpu float64, mem int64, avoid time.Time) (*store.Task, error) {
+		task, _, err := s.TaskClaim(ctx(t), &store.TaskClaimParams{HostID: host, AttemptID: id.New(id.Attempt),
+			FreeCPU: cpu, FreeMemoryMB: mem, AvoidRequeuedSince: avoid, Now: t0})
+		return task, err
+	}
+	if _, err := claim("wkr_a", 0.5, 4096, time.Time{}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("claim with 0.5 cpu: got %v, want ErrNotFound", err)
+	}
+	task, err := claim("wkr_a", 2, 4096, time.Time{})
+	if err != nil || task.Index != 1 || task.CPU != 1 || task.MemoryMB != 512 {
+		t.Fatalf("claim with 2 cpu: got %+v, %v; want task 1 (the one that fits)", task, err)
+	}
+	task, err = claim("wkr_a", 8, 16384, time.Time{})
+	if err != nil || task.Index != 0 {
+		t.Fatalf("claim with 8 cpu: got %+v, %v; want task 0", task, err)
+	}
+	// Requeue task 0 after a failure on wkr_a: wkr_a passes over it while
+	// avoiding, wkr_b takes it.
+	atts, _ := s.AttemptListOpen(ctx(t), "wkr_a")
+	var att0 string
+	for _, a := range atts {
+		if a.TaskID == task.ID {
+			att0 = a.ID
+		}
+	}
+	if _, err := s.AttemptFinish(ctx(t), &store.AttemptFinishParams{AttemptID: att0, Status: store.AttemptFailed,
+		TerminalKind: "exit", RetryDecision: "retry", TaskStatus: store.TaskQueued, RetriesUsed: 1, Now: t0.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := claim("wkr_a", 8, 16384, t0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("claim by the host that ran it, avoiding: got %v, want ErrNotFound", err)
+	}
+	if task, err := claim("wkr_b", 8, 16384, t0); err != nil || task.Index != 0 || task.Attempts != 2 {
+		t.Fatalf("claim by another host: got %+v, %v", task, err)
+	}
+}
+
+// testJobDependencies: dependency rows are written with the job and answer
+// both directions.
+func testJobDependencies(t *testing.T, s store.Store) {
+	f := setupJobs(t, s)
+	t0 := time.Unix(1_800_000_000, 0).UTC()
+	a := mustJob(t, s, f.jobParams(1, t0))
+	b := mustJob(t, s, f.jobParams(1, t0))
+	p := f.jobParams(1, t0)
+	p.Job.Status = store.JobPlanning
+	p.DependsOn = []string{b.ID, a.ID, a.ID}
+	c := mustJob(t, s, p)
+	got, err := s.JobDependencyStatuses(ctx(t), c.ID)
+	if err != nil || len(got) != 2 || got[a.ID] != store.JobQueued || got[b.ID] != store.JobQueued {
+		t.Fatalf("JobDependencyStatuses: got %v, %v", got, err)
+	}
+	deps, err := s.JobDependents(ctx(t), a.ID)
+	if err != nil || len(deps) != 1 || deps[0] != c.ID {
+		t.Fatalf("JobDependents: got %v, %v", deps, err)
+	}
+	mustSetStatus(t, s, c.ID, store.JobQueued, t0)
+	if deps, err := s.JobDependents(ctx(t), a.ID); err != nil || len(deps) != 0 {
+		t.Fatalf("JobDependents of a job whose dependent left planning: got %v, %v", deps, err)
 	}
 }

@@ -232,3 +232,17 @@ VALUES ($1, $2, $3, $4, $5, $6, $7);
 -- name: JobEventList
 SELECT id, job_id, task_id, attempt_id, kind, data, created_at
 FROM job_events WHERE job_id = $1 ORDER BY created_at, id LIMIT $2;
+
+-- name: JobDepCreateBatch
+-- Shared: $1 job_id. Per row: $2 depends_on.
+INSERT INTO job_deps (job_id, depends_on) VALUES ($1, $2);
+
+-- name: JobDependents
+-- The planning jobs that wait on job $1.
+SELECT d.job_id FROM job_deps d JOIN jobs j ON j.id = d.job_id
+WHERE d.depends_on = $1 AND j.status = 'planning' ORDER BY d.job_id;
+
+-- name: JobDependencyStatuses
+-- The status of every job that job $1 depends on.
+SELECT d.depends_on, j.status FROM job_deps d JOIN jobs j ON j.id = d.depends_on
+WHERE d.job_id = $1 ORDER BY d.depends_on;

@@ -1,0 +1,86 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// Dependencies (spec 3.1): a job with depends_on stays planning until every
+// job it depends on has ended. All completed or partial: it is queued. Any
+// failed or cancelled: it is cancelled, and so, in turn, are the jobs
+// waiting on it.
+
+// settleDependents decides, in q's transaction, the planning jobs that wait
+// on jobID, which has just ended. It reports whether any job was queued.
+func (s *Service) settleDependents(ctx context.Context, q store.Querier, jobID string, now time.Time) (bool, error) {
+	ids, err := q.JobDependents(ctx, jobID)
+	if err != nil {
+		return false, fmt.Errorf("dependents of %s: %w", jobID, err)
+	}
+	queued := false
+	for _, dep := range ids {
+		ok, err := s.settle(ctx, q, dep, now)
+		if err != nil {
+			return false, err
+		}
+		queued = queued || ok
+	}
+	return queued, nil
+}
+
+// settle moves the planning job id on if its dependencies allow: queued
+// when all ended well, cancelled (with its own dependents) when one ended
+// badly, unchanged while one runs. It reports whether the job was queued.
+func (s *Service) settle(ctx context.Context, q store.Querier, id string, now time.Time) (bool, error) {
+	statuses, err := q.JobDependencyStatuses(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("dependencies of %s: %w", id, err)
+	}
+	deps := make([]string, 0, len(statuses))
+	for d := range statuses {
+		deps = append(deps, d)
+	}
+	sort.Strings(deps)
+	for _, d := range deps {
+		if st := statuses[d]; st == store.JobFailed || st == store.JobCancelled {
+			if _, err := q.TaskCancelOpen(ctx, id, now); err != nil {
+				return false, err
+			}
+			_, err := q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: id, From: []store.JobStatus{store.JobPlanning},
+				To: store.JobCancelled, Error: fmt.Sprintf("cancelled: dependency %s ended %s", d, st),
+				RecommendedAction: "Fix and resubmit the dependency, then resubmit this job with its new id in depends_on.", Now: now})
+			if errors.Is(err, store.ErrConflict) {
+				return false, nil // no longer planning: decided already
+			}
+			if err != nil {
+				return false, err
+			}
+			if err := s.event(ctx, q, id, "", "", "job.cancelled", map[string]any{"reason": "dependency " + string(st), "dependency": d}, now); err != nil {
+				return false, err
+			}
+			_, err = s.settleDependents(ctx, q, id, now)
+			return false, err
+		}
+	}
+	for _, d := range deps {
+		if !statuses[d].IsTerminal() {
+			return false, nil
+		}
+	}
+	_, err = q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: id, From: []store.JobStatus{store.JobPlanning},
+		To: store.JobQueued, Now: now})
+	if errors.Is(err, store.ErrConflict) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	data, _ := json.Marshal(map[string]any{"reason": "dependencies ended", "depends_on": deps})
+	return true, s.event(ctx, q, id, "", "", "job.queued", json.RawMessage(data), now)
+}

@@ -46,10 +46,10 @@ func (c *core) stop() {
 
 // startCore starts the builder, the dispatcher's sweeps and the local host,
 // which reaches the controller at controllerURL over the same protocol as a
-// remote host. A builder that cannot start (buildah or runsc missing) does
-// not stop the server: pushes then fail with a platform error that says
-// what is missing, and the log says it loudly. A local host that cannot
-// start does stop it, unless --no-local-host says there is none.
+// remote host. A builder or a local host that cannot start (buildah or
+// runsc missing, not root) does not stop the server: pushes then fail with a
+// platform error that says what is missing, tasks wait queued, and the log
+// says it loudly.
 func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, dataDir string, projects *project.Service,
 	bill *billing.Service, ctrl *fleet.Controller, controllerURL string) (*core, error) {
 	imagesDir := filepath.Join(dataDir, "images")
@@ -78,8 +78,13 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, dataDir st
 	var driver sandbox.Driver
 	if !f.host.disabled {
 		if driver, err = hostDriver(f, dataDir, log); err != nil {
-			return nil, fmt.Errorf("local host: %w (or run with --no-local-host)", err)
+			// Like the builder: the API still serves, tasks wait queued,
+			// and the log says why.
+			log.Error("local host unavailable: tasks wait queued until it is fixed (or run with --no-local-host)", "err", err)
+			f.host.disabled = true
 		}
+	}
+	if !f.host.disabled {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		err := driver.Cleanup(cctx) // sandboxes an earlier run left behind
 		cancel()

@@ -89,7 +89,8 @@ func setup(t *testing.T, eng apitest.Engine) *fixture {
 }
 
 // state is everything the fixture's account can read: its projects with
-// their readiness and shared state. Refused writes must leave it as it was.
+// their readiness and shared state, and its jobs. Refused writes must leave
+// it as it was.
 func (f *fixture) state(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
@@ -103,6 +104,7 @@ func (f *fixture) state(t *testing.T) string {
 		b.Write(f.member.Get(t, "/api/v1/projects/"+p.Name).Want(t, http.StatusOK).Body)
 		b.Write(f.member.Get(t, "/api/v1/projects/"+p.Name+"/kv?limit=1000").Want(t, http.StatusOK).Body)
 	}
+	b.Write(f.member.Get(t, "/api/v1/jobs?limit=200").Want(t, http.StatusOK).Body)
 	return b.String()
 }
 
@@ -149,6 +151,12 @@ func writeRequest(rt httpapi.Route, name string, check apitest.Check) apitest.Re
 		req.Body = map[string]any{"setup_timeout_s": 999, "env": map[string]string{"CHANGED": "1"}}
 	case "PUT /api/v1/projects/{name}/kv/{key...}":
 		req.Body = map[string]any{"value": "changed"}
+	case "POST /api/v1/jobs":
+		req.Body = map[string]any{"project": name, "runner_command": []string{"/runner"}}
+	case "POST /api/v1/jobs/batch":
+		req.Body = map[string]any{"jobs": []any{map[string]any{"project": name, "runner_command": []string{"/runner"}}}}
+	case "PATCH /api/v1/jobs/{id}/requirements":
+		req.Body = map[string]any{"cpu": 2}
 	case "POST /api/v1/projects/{name}/push":
 		var b bytes.Buffer
 		zw := gzip.NewWriter(&b)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -61,8 +62,32 @@ func (s *Server) routes() []route {
 		{"PUT", "/api/v1/projects/{name}/kv/{key...}", write, s.kvPut},
 		{"GET", "/api/v1/projects/{name}/kv/{key...}", readOnly, s.kvGet},
 		{"DELETE", "/api/v1/projects/{name}/kv/{key...}", write, s.kvDelete},
+		{"PUT", "/api/v1/projects/{name}/cancel-queued", write, s.projectCancelQueued},
+
+		// Jobs.
+		{"POST", "/api/v1/jobs", write, s.jobSubmit},
+		{"GET", "/api/v1/jobs", readOnly, s.jobList},
+		{"POST", "/api/v1/jobs/batch", write, s.jobBatch},
+		{"GET", "/api/v1/jobs/{id}", readOnly, s.jobGet},
+		{"GET", "/api/v1/jobs/{id}/output", readOnly, s.jobOutput},
+		{"GET", "/api/v1/jobs/{id}/tasks", readOnly, s.jobTasks},
+		{"GET", "/api/v1/jobs/{id}/events", readOnly, s.jobEvents},
+		{"PUT", "/api/v1/jobs/{id}/cancel", write, s.jobCancel},
+		{"PATCH", "/api/v1/jobs/{id}/requirements", write, s.jobEditRequirements},
+
+		// Results.
+		{"GET", "/api/v1/results", readOnly, s.resultList},
+		{"GET", "/api/v1/results/{job_id}", readOnly, s.resultGet},
 	}
 }
+
+// methods405 are the methods answered 405 by a pattern of their own on every
+// known path that does not serve them. A pattern per method, rather than
+// one method-less pattern per path, keeps literal paths ahead of parameter
+// paths: a method-less "/api/v1/jobs/batch" would conflict with
+// "GET /api/v1/jobs/{id}" under net/http's precedence rules, and without a
+// "GET /api/v1/jobs/batch" pattern that GET would look up a job "batch".
+var methods405 = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 
 // mux builds the ServeMux: each route, a 405 envelope for known paths with
 // another method, and a 404 envelope for everything else. GET patterns also
@@ -83,12 +108,28 @@ func (s *Server) mux() *http.ServeMux {
 		}
 	}
 	sort.Strings(paths)
+	// Methods outside methods405 reach the catch-all, which finds the path
+	// here: method-less patterns alone never conflict.
+	known := http.NewServeMux()
 	for _, p := range paths {
-		mux.Handle(p, s.methodNotAllowed(methods[p]))
+		h := s.methodNotAllowed(methods[p])
+		known.Handle(p, h)
+		for _, m := range methods405 {
+			if !slices.Contains(methods[p], m) {
+				mux.Handle(m+" "+p, h)
+			}
+		}
 	}
-	mux.Handle("/", s.adapt(func(w http.ResponseWriter, r *http.Request) error {
+	notFound := s.adapt(func(w http.ResponseWriter, r *http.Request) error {
 		return fault.New(fault.KindNotFound, "route_not_found", "See /openapi.json for the endpoints that exist.",
 			"no endpoint %s %s", r.Method, strings.TrimSpace(r.URL.Path))
+	})
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, pattern := known.Handler(r); pattern != "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		notFound.ServeHTTP(w, r)
 	}))
 	return mux
 }

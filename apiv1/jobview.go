@@ -1,0 +1,336 @@
+package apiv1
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// JobCommon are the fields a job shows both as a job object (GET
+// /api/v1/jobs/:id) and as an entry of the job list.
+type JobCommon struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Type     string `json:"type"`
+	Project  string `json:"project"`
+	Priority string `json:"priority"`
+	// Requirements are the resolved minimum resources of each task, every
+	// field present (min_single_core_score only when the job asked for one).
+	Requirements  JobRequirements  `json:"requirements"`
+	Reservation   JobReservation   `json:"reservation"`   // {mode}
+	Checkpointing JobCheckpointing `json:"checkpointing"` // {enabled, resume_from_latest, payload_key}
+	TimeoutS      int64            `json:"timeout_s"`
+	MaxRetries    int              `json:"max_retries"`
+	DependsOn     []string         `json:"depends_on"`
+	Preset        *string          `json:"preset"`
+	// RecommendedAction says what to do about the job's error; null when
+	// there is none.
+	RecommendedAction *string         `json:"recommended_action"`
+	Meta              json.RawMessage `json:"meta"`
+	Variant           *string         `json:"variant"`
+	// FeedbackSummary is reserved: always null until feedback is collected.
+	FeedbackSummary json.RawMessage `json:"feedback_summary"`
+	ClientRef       *string         `json:"client_ref"`
+	Tags            []string        `json:"tags"`
+	TaskCount       int64           `json:"task_count"`
+	SubmittedAt     time.Time       `json:"submitted_at"`
+	StartedAt       *time.Time      `json:"started_at"`
+	CompletedAt     *time.Time      `json:"completed_at"`
+	Links           JobLinks        `json:"links"`
+}
+
+// Job is the job object (spec 2.4).
+type Job struct {
+	JobCommon
+	// Summary holds task_outcome_counts, aggregate_result,
+	// aggregate_aliases, completeness, result_persisted and
+	// output_persisted (see JobSummary); it is final once the job is.
+	Summary json.RawMessage `json:"summary"`
+	Error   *string         `json:"error"`
+}
+
+// JobListEntry is one job of GET /api/v1/jobs: the job object without its
+// heavy fields (summary, error), with payload, user_id and error flags.
+type JobListEntry struct {
+	JobCommon
+	Payload      json.RawMessage `json:"payload"`
+	UserID       string          `json:"user_id"` // the owning account's id
+	HasError     bool            `json:"has_error"`
+	HasOutput    bool            `json:"has_output"`    // some task wrote stdout
+	ErrorSnippet *string         `json:"error_snippet"` // the error's first ~120 characters
+}
+
+// JobList answers GET /api/v1/jobs.
+type JobList struct {
+	Jobs   []JobListEntry `json:"jobs"`
+	Total  int            `json:"total"` // jobs matching the filters, all pages
+	Count  int            `json:"count"` // jobs on this page
+	Limit  int            `json:"limit"`
+	Offset int            `json:"offset"`
+}
+
+// JobLinks are the addresses of a job's views.
+type JobLinks struct {
+	Self   string `json:"self"`
+	Tasks  string `json:"tasks"`
+	Output string `json:"output"`
+	Events string `json:"events"`
+	Result string `json:"result"`
+	Stream string `json:"stream"`
+}
+
+// JobSummary is the shape of a job's summary object (spec 2.6). The API
+// sends summaries as stored, so a summary may carry more fields than these
+// (a sweep's leaderboard, later the billing fields).
+type JobSummary struct {
+	TaskOutcomeCounts map[string]int64 `json:"task_outcome_counts"`
+	AggregateResult   json.RawMessage  `json:"aggregate_result"`
+	AggregateAliases  json.RawMessage  `json:"aggregate_aliases"`
+	Completeness      json.RawMessage  `json:"completeness"`
+	ResultPersisted   bool             `json:"result_persisted"`
+	OutputPersisted   bool             `json:"output_persisted"`
+}
+
+// JobOutput answers GET /api/v1/jobs/:id/output.
+type JobOutput struct {
+	// Output is the tasks' stdout in index order, the first 10 KB of it.
+	Output string `json:"output"`
+	// Error is the last ~1000 characters of stderr of the last task that
+	// failed (or whose last attempt failed and waits for its retry); null
+	// when no task failed.
+	Error *string `json:"error"`
+	// OutputTruncated says that Output was cut at 10 KB.
+	OutputTruncated bool `json:"output_truncated"`
+}
+
+// TaskList answers GET /api/v1/jobs/:id/tasks.
+type TaskList struct {
+	Tasks []Task `json:"tasks"`
+	Count int    `json:"count"`
+}
+
+// Task is one task of a job (spec 2.5).
+type Task struct {
+	ID      string          `json:"id"`
+	Index   int64           `json:"index"`
+	Status  string          `json:"status"`
+	Payload json.RawMessage `json:"payload"`
+	// Meta is what the expansion recorded about the task (chunk_index,
+	// sweep_idx, candidate, batch, ...); chunk_index, chunk_count and
+	// seed_range are repeated at the top level when present.
+	Meta         json.RawMessage `json:"meta"`
+	ChunkIndex   *int            `json:"chunk_index,omitempty"`
+	ChunkCount   *int            `json:"chunk_count,omitempty"`
+	SeedRange    json.RawMessage `json:"seed_range,omitempty"`
+	Requirements json.RawMessage `json:"requirements"`
+
+	ResultPresent bool            `json:"result_present"`
+	OutputPresent bool            `json:"output_present"`
+	Output        string          `json:"output"` // stdout, up to 10 KB
+	Error         *string         `json:"error"`  // last ~1000 characters of stderr, on failure
+	Result        json.RawMessage `json:"result"`
+	ExitCode      *int64          `json:"exit_code"`
+	// ResultQuality is always null and ResultWarnings always empty (spec
+	// 2.6); neither affects status.
+	ResultQuality  json.RawMessage `json:"result_quality"`
+	ResultWarnings []string        `json:"result_warnings"`
+
+	LiveFeedback   *LiveFeedback   `json:"live_feedback"` // running tasks only
+	LatestProgress json.RawMessage `json:"latest_progress"`
+	Checkpoint     json.RawMessage `json:"checkpoint"`   // reserved: null
+	ResumeState    json.RawMessage `json:"resume_state"` // reserved: null
+
+	// RuntimeS is the time the task's attempts have run (started to end,
+	// or to now while running), summed; queue time is not included.
+	RuntimeS float64 `json:"runtime_s"`
+	// StaleForS is how long ago a running task last reported (start,
+	// progress or output); null unless running.
+	StaleForS *float64 `json:"stale_for_s"`
+	// HealthStatus is "starting", "healthy" or "stale" for a running task
+	// (see docs/jobs.md), null otherwise.
+	HealthStatus *string    `json:"health_status"`
+	StartedAt    *time.Time `json:"started_at"`
+	CompletedAt  *time.Time `json:"completed_at"`
+	// RetriesUsed counts failed attempts charged to max_retries;
+	// InfraRequeues the free requeues after platform failures.
+	RetriesUsed   int64         `json:"retries_used"`
+	InfraRequeues int64         `json:"infra_requeues"`
+	Attempts      []TaskAttempt `json:"attempts"`
+}
+
+// LiveFeedback is what a running task shows of itself.
+type LiveFeedback struct {
+	OutputTail string `json:"output_tail"` // last ~1000 bytes of stdout and stderr
+}
+
+// TaskAttempt is one run of a task on a worker.
+type TaskAttempt struct {
+	AttemptNumber int64      `json:"attempt_number"`
+	Status        string     `json:"status"`
+	AssignedAt    time.Time  `json:"assigned_at"`
+	StartedAt     *time.Time `json:"started_at"`
+	EndedAt       *time.Time `json:"ended_at"`
+	DurationS     *float64   `json:"duration_s"` // started to ended (or now); null before it started
+	// TerminalKind is how it ended (exit, timeout, oom, killed,
+	// infra_declared, lost, host_error, cancelled); RetryDecision what that
+	// did to the task (retry, requeue_free, none). Null while it runs.
+	TerminalKind    *string         `json:"terminal_kind"`
+	RetryDecision   *string         `json:"retry_decision"`
+	ExitCode        *int64          `json:"exit_code"`
+	WorkerHandle    string          `json:"worker_handle"` // pseudonymous, wkr_...
+	ResourceProfile ResourceProfile `json:"resource_profile"`
+}
+
+// ResourceProfile is the hardware an attempt ran on; a field the worker did
+// not report is null.
+type ResourceProfile struct {
+	CPUModel        *string  `json:"cpu_model"`
+	CPUClockGHz     *float64 `json:"cpu_clock_ghz"`
+	SingleCoreScore *float64 `json:"single_core_score"`
+	CPUCount        *int64   `json:"cpu_count"`
+	MemoryTotalMB   *int64   `json:"memory_total_mb"`
+	GPUCount        *int64   `json:"gpu_count"`
+}
+
+// JobEventList answers GET /api/v1/jobs/:id/events.
+type JobEventList struct {
+	Events []JobEvent `json:"events"`
+	Count  int        `json:"count"`
+}
+
+// JobEvent is one lifecycle event of a job, oldest first.
+type JobEvent struct {
+	ID        string          `json:"id"`
+	Kind      string          `json:"kind"` // job.submitted, job.cancelled, attempt.lost, ...
+	TaskID    string          `json:"task_id,omitempty"`
+	AttemptID string          `json:"attempt_id,omitempty"`
+	Data      json.RawMessage `json:"data"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// JobCancelRequest is the optional body of PUT /api/v1/jobs/:id/cancel.
+type JobCancelRequest struct {
+	Reason *string `json:"reason,omitempty"`
+}
+
+// CancelQueuedRequest is the optional body of PUT
+// /api/v1/projects/:name/cancel-queued.
+type CancelQueuedRequest struct {
+	Tag *string `json:"tag,omitempty"`
+}
+
+// CancelQueuedResult answers PUT /api/v1/projects/:name/cancel-queued.
+type CancelQueuedResult struct {
+	Project   string   `json:"project"`
+	Tag       *string  `json:"tag"`
+	Cancelled []string `json:"cancelled"` // job ids, oldest first
+	Count     int      `json:"count"`
+}
+
+// ResultLinks are the addresses a result entry points to.
+type ResultLinks struct {
+	Job    string `json:"job"`
+	Tasks  string `json:"tasks"`
+	Stream string `json:"stream"`
+	Result string `json:"result"`
+}
+
+// ResultCommon are the fields of a job's result (spec 2.6) shown both by
+// GET /api/v1/results/:job_id and by the result list.
+type ResultCommon struct {
+	JobID            string          `json:"job_id"`
+	Project          string          `json:"project"`
+	Status           string          `json:"status"`
+	Type             string          `json:"type"`
+	ClientRef        *string         `json:"client_ref"`
+	Tags             []string        `json:"tags"`
+	Meta             json.RawMessage `json:"meta"`
+	Variant          *string         `json:"variant"`
+	ArtifactIDs      []string        `json:"artifact_ids"`
+	Links            ResultLinks     `json:"links"`
+	Summary          json.RawMessage `json:"summary"`
+	AggregateResult  json.RawMessage `json:"aggregate_result"`
+	AggregateAliases json.RawMessage `json:"aggregate_aliases"`
+	Completeness     json.RawMessage `json:"completeness"`
+	ResultPersisted  bool            `json:"result_persisted"`
+	OutputPersisted  bool            `json:"output_persisted"`
+	TaskCount        int64           `json:"task_count"`
+	SubmittedAt      time.Time       `json:"submitted_at"`
+	CompletedAt      *time.Time      `json:"completed_at"`
+	Error            *string         `json:"error"`
+}
+
+// JobResult answers GET /api/v1/results/:job_id. Results is one page of
+// the job's tasks in index order (limit and offset); ResultCount and
+// OutputCount count the whole job.
+type JobResult struct {
+	ResultCommon
+	Results     []ResultTask `json:"results"`
+	Count       int          `json:"count"`        // tasks on this page
+	ResultCount int          `json:"result_count"` // tasks with a result, whole job
+	OutputCount int          `json:"output_count"` // tasks with stdout, whole job
+	Limit       int          `json:"limit"`
+	Offset      int          `json:"offset"`
+}
+
+// ResultTask is one task of a result.
+type ResultTask struct {
+	TaskID         string          `json:"task_id"`
+	Index          int64           `json:"index"`
+	Status         string          `json:"status"`
+	Payload        json.RawMessage `json:"payload"`
+	Result         json.RawMessage `json:"result"`
+	ArtifactIDs    []string        `json:"artifact_ids"`
+	ResultPresent  bool            `json:"result_present"`
+	ResultQuality  json.RawMessage `json:"result_quality"`
+	ResultWarnings []string        `json:"result_warnings"`
+	Output         string          `json:"output"`
+	OutputPresent  bool            `json:"output_present"`
+	Error          *string         `json:"error"`
+	ChunkIndex     *int            `json:"chunk_index,omitempty"`
+	ChunkCount     *int            `json:"chunk_count,omitempty"`
+	SeedRange      json.RawMessage `json:"seed_range,omitempty"`
+	StartedAt      *time.Time      `json:"started_at"`
+	CompletedAt    *time.Time      `json:"completed_at"`
+}
+
+// ResultListEntry is one job of GET /api/v1/results. With include_tasks it
+// carries the first tasks' results (at most MaxResultListTasks a job;
+// ResultsTruncated says when there are more) and the job's counts.
+type ResultListEntry struct {
+	ResultCommon
+	Results          *[]ResultTask `json:"results,omitempty"`
+	ResultCount      *int          `json:"result_count,omitempty"`
+	OutputCount      *int          `json:"output_count,omitempty"`
+	ResultsTruncated *bool         `json:"results_truncated,omitempty"`
+}
+
+// MaxResultListTasks bounds the tasks each entry of GET /api/v1/results
+// carries with include_tasks.
+const MaxResultListTasks = 100
+
+// ResultList answers GET /api/v1/results.
+type ResultList struct {
+	Results []ResultListEntry `json:"results"`
+	Count   int               `json:"count"` // entries on this page
+	Total   int               `json:"total"` // jobs matching, all pages
+	Limit   int               `json:"limit"`
+	Offset  int               `json:"offset"`
+	// AppliedFilters echoes the filters used, defaults included (status);
+	// Ignored names accepted parameters that do not filter (user_id,
+	// recipe_*, group_by).
+	AppliedFilters ResultFilters     `json:"applied_filters"`
+	ResultGuide    map[string]string `json:"result_guide"`
+}
+
+// ResultFilters are the filters of GET /api/v1/results as applied.
+type ResultFilters struct {
+	Status       []string `json:"status"`
+	JobIDs       []string `json:"job_ids,omitempty"`
+	Project      *string  `json:"project,omitempty"`
+	ClientRef    *string  `json:"client_ref,omitempty"`
+	Tag          *string  `json:"tag,omitempty"`
+	Type         *string  `json:"type,omitempty"`
+	Since        *string  `json:"since,omitempty"`
+	IncludeTasks bool     `json:"include_tasks"`
+	Ignored      []string `json:"ignored,omitempty"`
+}

@@ -1,0 +1,397 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/fault"
+	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// Bounds of the job endpoints' query parameters.
+const (
+	jobListDefaultLimit = 50
+	jobListMaxLimit     = 200
+	maxListIDs          = 200
+	eventsDefaultLimit  = 200
+	eventsMaxLimit      = 1000
+	maxCancelReason     = 500
+	maxOffset           = math.MaxInt32
+)
+
+var jobTypes = []string{string(apiv1.JobTypeStructuredRunner), string(apiv1.JobTypeSweep),
+	string(apiv1.JobTypeMapReduce), string(apiv1.JobTypeBenchmark)}
+
+// jobFor finds {id} among the caller's jobs; another account's is not found.
+func (s *Server) jobFor(r *http.Request, param string) (*store.Job, error) {
+	return s.jobs.Get(r.Context(), principal(r.Context()).Account.ID, r.PathValue(param))
+}
+
+// jobObject renders the job object with its summary.
+func (s *Server) jobObject(ctx context.Context, j *store.Job) (*apiv1.Job, error) {
+	summary, err := s.jobs.SummaryOf(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	return job.JobView(j, summary), nil
+}
+
+func (s *Server) jobSubmit(w http.ResponseWriter, r *http.Request) error {
+	var raw map[string]json.RawMessage
+	if _, err := decodeJSON(w, r, &raw, false); err != nil {
+		return err
+	}
+	js, err := submit.DecodeFields(raw)
+	if err != nil {
+		return err
+	}
+	j, err := s.jobs.Submit(r.Context(), principal(r.Context()).Account.ID, js)
+	if err != nil {
+		return err
+	}
+	v, err := s.jobObject(r.Context(), j)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, v)
+	return nil
+}
+
+// jobBatch admits each submission of the batch on its own, exactly as POST
+// /jobs would: 201 when all were admitted, 207 when any was refused (each
+// refusal in errors under its index, in the error envelope's terms).
+func (s *Server) jobBatch(w http.ResponseWriter, r *http.Request) error {
+	var raw map[string]json.RawMessage
+	if _, err := decodeJSON(w, r, &raw, false); err != nil {
+		return err
+	}
+	entries, err := submit.BatchJobs(raw)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	account := principal(ctx).Account.ID
+	out := apiv1.JobBatchResult{Jobs: []apiv1.JobBatchEntry{}, Errors: []apiv1.JobBatchError{}}
+	for i, entry := range entries {
+		js, err := submit.DecodeBatchEntry(entry)
+		var j *store.Job
+		if err == nil {
+			j, err = s.jobs.Submit(ctx, account, js)
+		}
+		if err != nil {
+			fe, ok := fault.As(err)
+			if !ok {
+				// One entry's internal failure must not hide the jobs
+				// already admitted: log it and answer it on its index.
+				s.log.ErrorContext(ctx, "batch submission failed", "request_id", requestID(ctx), "index", i, "err", err)
+				fe = fault.Internal(err)
+			}
+			out.Errors = append(out.Errors, apiv1.JobBatchError{Index: i, Error: fe.Message, Code: fe.Code,
+				RecommendedAction: fe.Action, Details: fe.Details})
+			continue
+		}
+		meta := j.Meta
+		if len(meta) == 0 {
+			meta = json.RawMessage("null")
+		}
+		out.Jobs = append(out.Jobs, apiv1.JobBatchEntry{Index: i, ID: j.ID, Status: string(j.Status), Payload: j.Payload,
+			Meta: meta, Variant: j.Variant})
+	}
+	out.Submitted, out.ErrorCount = len(out.Jobs), len(out.Errors)
+	status := http.StatusCreated
+	if out.ErrorCount > 0 {
+		status = http.StatusMultiStatus
+	}
+	writeJSON(w, status, out)
+	return nil
+}
+
+func (s *Server) jobGet(w http.ResponseWriter, r *http.Request) error {
+	j, err := s.jobFor(r, "id")
+	if err != nil {
+		return err
+	}
+	v, err := s.jobObject(r.Context(), j)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// jobFilters are the filters GET /jobs and GET /results share.
+type jobFilters struct {
+	params  store.JobListParams
+	project string // as asked, "" for none
+	since   string // as parsed, RFC 3339
+	// noMatch is set when a filter can match nothing (an unknown project):
+	// the answer is an empty page without asking the store.
+	noMatch bool
+}
+
+// parseJobFilters reads status, project, type, tag, since and ids (and
+// job_id and client_ref when extended). Statuses default to defStatuses.
+func (s *Server) parseJobFilters(r *http.Request, defStatuses []store.JobStatus, extended bool) (*jobFilters, error) {
+	q := r.URL.Query()
+	f := &jobFilters{params: store.JobListParams{AccountID: principal(r.Context()).Account.ID}}
+	if v := q.Get("status"); v != "" {
+		for _, st := range splitList(v) {
+			if !slices.Contains(store.JobStatuses, store.JobStatus(st)) {
+				return nil, fault.Invalid("invalid_status",
+					"Use a comma-separated list of planning, queued, running, completed, partial, failed, cancelled.",
+					"unknown job status %q", st).With("field", "status")
+			}
+			if !slices.Contains(f.params.Statuses, store.JobStatus(st)) {
+				f.params.Statuses = append(f.params.Statuses, store.JobStatus(st))
+			}
+		}
+	}
+	if len(f.params.Statuses) == 0 {
+		f.params.Statuses = slices.Clone(defStatuses)
+	}
+	if v := q.Get("type"); v != "" {
+		if !slices.Contains(jobTypes, v) {
+			return nil, fault.Invalid("invalid_type", "Use one of structured_runner, sweep, map_reduce, benchmark.",
+				"unknown job type %q", v).With("field", "type")
+		}
+		f.params.Type = v
+	}
+	f.params.Tag = q.Get("tag")
+	if v := q.Get("since"); v != "" {
+		t, ok := parseSince(v)
+		if !ok {
+			return nil, fault.Invalid("invalid_since",
+				"Give since as an ISO 8601 time, e.g. 2026-01-02T15:04:05Z (or a date, 2026-01-02, meaning its start in UTC).",
+				"since %q is not an ISO 8601 time", v).With("field", "since")
+		}
+		f.params.Since = &t
+		f.since = t.Format(time.RFC3339Nano)
+	}
+	var ids []string
+	if extended {
+		if v := q.Get("job_id"); v != "" {
+			ids = append(ids, v)
+		}
+		f.params.ClientRef = q.Get("client_ref")
+	}
+	for _, id := range splitList(q.Get("ids")) {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > maxListIDs {
+		return nil, fault.Invalid("too_many_ids", "Ask for at most 200 ids at a time.",
+			"%d ids given; at most %d", len(ids), maxListIDs).With("field", "ids")
+	}
+	f.params.IDs = ids
+	if f.project = q.Get("project"); f.project != "" {
+		p, err := s.projects.Get(r.Context(), f.params.AccountID, f.project)
+		switch {
+		case fault.Is(err, fault.KindNotFound):
+			f.noMatch = true // an unknown project has no jobs
+		case err != nil:
+			return nil, err
+		default:
+			f.params.ProjectID = p.ID
+		}
+	}
+	return f, nil
+}
+
+// splitList splits a comma-separated query value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for item := range strings.SplitSeq(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// parseSince reads an ISO 8601 time: RFC 3339 with or without fractions, a
+// time without a zone (UTC), or a date (its start, UTC). A '+' of an offset
+// that arrived unescaped in the query (and so as a space) is taken as '+'.
+func parseSince(v string) (time.Time, bool) {
+	v = strings.ReplaceAll(strings.TrimSpace(v), " ", "+")
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+func (s *Server) jobList(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryInt(r, "limit", jobListDefaultLimit, 1, jobListMaxLimit)
+	if err != nil {
+		return err
+	}
+	offset, err := queryInt(r, "offset", 0, 0, maxOffset)
+	if err != nil {
+		return err
+	}
+	f, err := s.parseJobFilters(r, nil, false)
+	if err != nil {
+		return err
+	}
+	out := apiv1.JobList{Jobs: []apiv1.JobListEntry{}, Limit: limit, Offset: offset}
+	if !f.noMatch {
+		f.params.Limit, f.params.Offset = limit, offset
+		jobs, total, err := s.jobs.List(r.Context(), &f.params)
+		if err != nil {
+			return err
+		}
+		withOutput, err := s.jobs.JobIDsWithOutput(r.Context(), jobs)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			out.Jobs = append(out.Jobs, job.JobListEntryView(j, withOutput[j.ID]))
+		}
+		out.Total = total
+	}
+	out.Count = len(out.Jobs)
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) jobOutput(w http.ResponseWriter, r *http.Request) error {
+	j, err := s.jobFor(r, "id")
+	if err != nil {
+		return err
+	}
+	tasks, err := s.jobs.TaskRows(r.Context(), j)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, job.OutputView(tasks))
+	return nil
+}
+
+func (s *Server) jobTasks(w http.ResponseWriter, r *http.Request) error {
+	j, err := s.jobFor(r, "id")
+	if err != nil {
+		return err
+	}
+	tasks, attempts, err := s.jobs.Tasks(r.Context(), j)
+	if err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	out := apiv1.TaskList{Tasks: make([]apiv1.Task, 0, len(tasks)), Count: len(tasks)}
+	for _, t := range tasks {
+		out.Tasks = append(out.Tasks, job.TaskView(t, attempts[t.ID], now))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryInt(r, "limit", eventsDefaultLimit, 1, eventsMaxLimit)
+	if err != nil {
+		return err
+	}
+	j, err := s.jobFor(r, "id")
+	if err != nil {
+		return err
+	}
+	evs, err := s.jobs.Events(r.Context(), j, limit)
+	if err != nil {
+		return err
+	}
+	out := apiv1.JobEventList{Events: make([]apiv1.JobEvent, 0, len(evs)), Count: len(evs)}
+	for _, e := range evs {
+		out.Events = append(out.Events, job.EventView(e))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) jobCancel(w http.ResponseWriter, r *http.Request) error {
+	var body apiv1.JobCancelRequest
+	if _, err := decodeJSON(w, r, &body, true); err != nil {
+		return err
+	}
+	reason := "requested through the API"
+	if body.Reason != nil && strings.TrimSpace(*body.Reason) != "" {
+		reason = strings.TrimSpace(*body.Reason)
+	}
+	if len([]rune(reason)) > maxCancelReason {
+		return fault.Invalid("invalid_reason", "Give a reason of at most 500 characters.",
+			"reason is longer than %d characters", maxCancelReason).With("field", "reason")
+	}
+	j, _, err := s.jobs.Cancel(r.Context(), principal(r.Context()).Account.ID, r.PathValue("id"), reason)
+	if err != nil {
+		return err
+	}
+	v, err := s.jobObject(r.Context(), j)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) projectCancelQueued(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.projectFor(r)
+	if err != nil {
+		return err
+	}
+	var body apiv1.CancelQueuedRequest
+	if _, err := decodeJSON(w, r, &body, true); err != nil {
+		return err
+	}
+	tag := r.URL.Query().Get("tag")
+	if body.Tag != nil && *body.Tag != "" {
+		if tag != "" && tag != *body.Tag {
+			return fault.Invalid("conflicting_tag", "Give the tag once, in the body or in the query.",
+				"the body's tag %q and the query's tag %q differ", *body.Tag, tag).With("field", "tag")
+		}
+		tag = *body.Tag
+	}
+	ids, err := s.jobs.CancelQueued(r.Context(), principal(r.Context()).Account.ID, p, tag)
+	if err != nil {
+		return err
+	}
+	out := apiv1.CancelQueuedResult{Project: p.Name, Cancelled: ids, Count: len(ids)}
+	if tag != "" {
+		out.Tag = &tag
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// jobEditRequirements takes the requirement fields at the top level of the
+// body, or inside {"requirements": {...}}.
+func (s *Server) jobEditRequirements(w http.ResponseWriter, r *http.Request) error {
+	var patch map[string]json.RawMessage
+	if _, err := decodeJSON(w, r, &patch, false); err != nil {
+		return err
+	}
+	if inner, ok := patch["requirements"]; ok && len(patch) == 1 {
+		patch = nil
+		if err := json.Unmarshal(inner, &patch); err != nil || patch == nil {
+			return fault.Invalid("invalid_job", `Send the fields to change, e.g. {"cpu": 4, "memory_mb": null}.`,
+				"requirements must be an object").With("field", "requirements")
+		}
+	}
+	j, err := s.jobs.EditRequirements(r.Context(), principal(r.Context()).Account.ID, r.PathValue("id"), patch)
+	if err != nil {
+		return err
+	}
+	v, err := s.jobObject(r.Context(), j)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}

@@ -1,0 +1,176 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/fault"
+	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// Bounds of the result endpoints' query parameters.
+const (
+	resultDefaultLimit     = 20
+	resultMaxLimit         = 100
+	resultTasksDefaultPage = 1000
+	resultTasksMaxPage     = 1000
+)
+
+// terminalStatuses are what GET /results lists unless status says otherwise.
+var terminalStatuses = []store.JobStatus{store.JobCompleted, store.JobPartial, store.JobFailed, store.JobCancelled}
+
+// ignoredResultParams are accepted by GET /results for compatibility but
+// do not filter: the list is always the caller's account's (user_id), the
+// recipe cache is retired from the public contract, and grouping is not
+// offered.
+var ignoredResultParams = []string{"user_id", "recipe_cache_key", "recipe_cache_scope", "recipe_cache_hit", "group_by"}
+
+// resultGuide explains how to read a result; GET /results carries it.
+var resultGuide = map[string]string{
+	"status":            "completed: every task succeeded; partial: some succeeded and some failed or were cancelled; failed: none succeeded; cancelled: stopped on request. Planning, queued and running jobs are listed only when status asks for them.",
+	"summary":           "task_outcome_counts, completeness and the merged results; final once the job is terminal. While a job runs, only the counts and completeness are live and aggregate_result is null.",
+	"aggregate_result":  "The merged results of every task (merge_strategy collect: a list in task index order, null for a task without a result).",
+	"completeness":      "total, succeeded, failed, cancelled and pending tasks, and fraction = succeeded / total.",
+	"results":           "Per-task entries (result, output, error), only with include_tasks=true and at most 100 a job; GET /api/v1/results/{job_id} pages through all of them with limit and offset.",
+	"result":            "A task's structured result as its runner wrote it. A failed task's result may be a failure payload: failure_kind, exit_code, command, cwd, combined_output.",
+	"error":             "The last ~1000 characters of stderr of a failed task; see GET /api/v1/jobs/{id}/tasks for attempts, exit codes and live feedback.",
+	"result_quality":    "Reserved: always null; result_warnings is always an empty list. Neither affects status.",
+	"links":             "job, tasks, stream and result address the job's other views.",
+	"ignored_filters":   "user_id, recipe_cache_key, recipe_cache_scope, recipe_cache_hit and group_by are accepted and ignored; applied_filters.ignored lists those sent.",
+	"paging_and_limits": "limit 1-100 (default 20) and offset >= 0 page through the jobs, newest first; total counts every match.",
+}
+
+func (s *Server) resultGet(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryInt(r, "limit", resultTasksDefaultPage, 1, resultTasksMaxPage)
+	if err != nil {
+		return err
+	}
+	offset, err := queryInt(r, "offset", 0, 0, maxOffset)
+	if err != nil {
+		return err
+	}
+	j, err := s.jobFor(r, "job_id")
+	if err != nil {
+		return err
+	}
+	tasks, err := s.jobs.TaskRows(r.Context(), j)
+	if err != nil {
+		return err
+	}
+	summary, err := job.SummaryFromTasks(j, tasks)
+	if err != nil {
+		return err
+	}
+	out := apiv1.JobResult{ResultCommon: job.ResultCommonView(j, summary), Results: []apiv1.ResultTask{},
+		Limit: limit, Offset: offset}
+	out.ResultCount, out.OutputCount = resultCounts(tasks)
+	if offset < len(tasks) {
+		for _, t := range tasks[offset:min(len(tasks), offset+limit)] {
+			out.Results = append(out.Results, job.ResultTaskView(t))
+		}
+	}
+	out.Count = len(out.Results)
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func resultCounts(tasks []*store.Task) (results, outputs int) {
+	for _, t := range tasks {
+		if job.HasResult(t) {
+			results++
+		}
+		if t.Output != "" {
+			outputs++
+		}
+	}
+	return results, outputs
+}
+
+func (s *Server) resultList(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryInt(r, "limit", resultDefaultLimit, 1, resultMaxLimit)
+	if err != nil {
+		return err
+	}
+	offset, err := queryInt(r, "offset", 0, 0, maxOffset)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	includeTasks := false
+	if v := q.Get("include_tasks"); v != "" {
+		if includeTasks, err = strconv.ParseBool(v); err != nil {
+			return fault.Invalid("invalid_include_tasks", "Use include_tasks=true or include_tasks=false.",
+				"include_tasks %q is not true or false", v).With("field", "include_tasks")
+		}
+	}
+	f, err := s.parseJobFilters(r, terminalStatuses, true)
+	if err != nil {
+		return err
+	}
+	applied := apiv1.ResultFilters{JobIDs: f.params.IDs, IncludeTasks: includeTasks}
+	for _, st := range f.params.Statuses {
+		applied.Status = append(applied.Status, string(st))
+	}
+	for name, dst := range map[string]**string{"project": &applied.Project, "client_ref": &applied.ClientRef,
+		"tag": &applied.Tag, "type": &applied.Type} {
+		if v := q.Get(name); v != "" {
+			*dst = &v
+		}
+	}
+	if f.since != "" {
+		applied.Since = &f.since
+	}
+	for _, name := range ignoredResultParams {
+		if q.Has(name) {
+			applied.Ignored = append(applied.Ignored, name)
+		}
+	}
+	out := apiv1.ResultList{Results: []apiv1.ResultListEntry{}, Limit: limit, Offset: offset,
+		AppliedFilters: applied, ResultGuide: resultGuide}
+	if !f.noMatch {
+		f.params.Limit, f.params.Offset = limit, offset
+		jobs, total, err := s.jobs.List(r.Context(), &f.params)
+		if err != nil {
+			return err
+		}
+		out.Total = total
+		for _, j := range jobs {
+			e, err := s.resultListEntry(r, j, includeTasks)
+			if err != nil {
+				return err
+			}
+			out.Results = append(out.Results, e)
+		}
+	}
+	out.Count = len(out.Results)
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) resultListEntry(r *http.Request, j *store.Job, includeTasks bool) (apiv1.ResultListEntry, error) {
+	if !includeTasks {
+		summary, err := s.jobs.SummaryOf(r.Context(), j)
+		if err != nil {
+			return apiv1.ResultListEntry{}, err
+		}
+		return apiv1.ResultListEntry{ResultCommon: job.ResultCommonView(j, summary)}, nil
+	}
+	tasks, err := s.jobs.TaskRows(r.Context(), j)
+	if err != nil {
+		return apiv1.ResultListEntry{}, err
+	}
+	summary, err := job.SummaryFromTasks(j, tasks)
+	if err != nil {
+		return apiv1.ResultListEntry{}, err
+	}
+	results := make([]apiv1.ResultTask, 0, min(len(tasks), apiv1.MaxResultListTasks))
+	for _, t := range tasks[:min(len(tasks), apiv1.MaxResultListTasks)] {
+		results = append(results, job.ResultTaskView(t))
+	}
+	nr, no := resultCounts(tasks)
+	truncated := len(tasks) > apiv1.MaxResultListTasks
+	return apiv1.ResultListEntry{ResultCommon: job.ResultCommonView(j, summary), Results: &results,
+		ResultCount: &nr, OutputCount: &no, ResultsTruncated: &truncated}, nil
+}

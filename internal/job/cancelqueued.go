@@ -1,0 +1,75 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// CancelQueued cancels the project's jobs that have not started: those
+// planning or queued, with tag when it is set (spec 3.1). Running jobs are
+// left alone. Each job is cancelled in its own transaction, its tasks
+// first (the store's lock order); a job that started meanwhile is skipped.
+// It returns the ids of the jobs it cancelled, oldest first.
+func (s *Service) CancelQueued(ctx context.Context, accountID string, p *store.Project, tag string) ([]string, error) {
+	jobs, _, err := s.store.JobList(ctx, &store.JobListParams{AccountID: accountID, ProjectID: p.ID, Tag: tag,
+		Statuses: []store.JobStatus{store.JobPlanning, store.JobQueued}})
+	if err != nil {
+		return nil, fmt.Errorf("list queued jobs: %w", err)
+	}
+	slices.Reverse(jobs) // the list is newest first
+	reason := "cancel-queued on project " + p.Name
+	if tag != "" {
+		reason += " for tag " + tag
+	}
+	cancelled := []string{}
+	kill := false
+	for _, j := range jobs {
+		now := s.clock.Now()
+		var running []string
+		err := s.store.InTx(ctx, func(q store.Querier) error {
+			var err error
+			if running, err = q.TaskCancelOpen(ctx, j.ID, now); err != nil {
+				return err
+			}
+			tasks, err := q.TaskList(ctx, j.ID)
+			if err != nil {
+				return err
+			}
+			summary, err := marshalSummary(Summarize(j, tasks))
+			if err != nil {
+				return err
+			}
+			if _, err := q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: j.ID,
+				From: []store.JobStatus{store.JobPlanning, store.JobQueued}, To: store.JobCancelled,
+				Error: "cancelled: " + reason, RecommendedAction: "Resubmit the job if you still need its results.",
+				Summary: summary, Now: now}); err != nil {
+				return err
+			}
+			data, _ := json.Marshal(map[string]any{"reason": reason, "via": "cancel_queued", "tag": tag,
+				"killed_attempts": len(running)})
+			return q.JobEventCreate(ctx, &store.JobEvent{ID: id.New(id.Event), JobID: j.ID, Kind: "job.cancelled",
+				Data: data, CreatedAt: now})
+		})
+		switch {
+		case errors.Is(err, store.ErrConflict):
+			continue // it started or ended meanwhile: no longer queued
+		case err != nil:
+			return cancelled, fmt.Errorf("cancel job %s: %w", j.ID, err)
+		}
+		cancelled = append(cancelled, j.ID)
+		kill = kill || len(running) > 0
+	}
+	if len(cancelled) > 0 {
+		s.log.InfoContext(ctx, "queued jobs cancelled", "project", p.ID, "tag", tag, "jobs", len(cancelled))
+	}
+	if kill {
+		s.wake()
+	}
+	return cancelled, nil
+}

@@ -1,0 +1,123 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// SummaryOf is the summary a job shows (spec 2.4, 2.6). A job that ended
+// shows the summary stored when it ended, with any field it lacks filled
+// in; one that ended without a stored summary (a cancel) is summarised from
+// its tasks. A job still open shows live task_outcome_counts and
+// completeness, and no aggregate yet: aggregate_result null,
+// aggregate_aliases {}, result_persisted and output_persisted false until
+// the job ends and its results are merged.
+func (s *Service) SummaryOf(ctx context.Context, j *store.Job) (json.RawMessage, error) {
+	if j.Status.IsTerminal() {
+		if raw, ok := completeSummary(j.Summary); ok {
+			return raw, nil
+		}
+		tasks, err := s.store.TaskList(ctx, j.ID)
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		return marshalSummary(Summarize(j, tasks))
+	}
+	counts, err := s.store.TaskCountByStatus(ctx, j.ID)
+	if err != nil {
+		return nil, fmt.Errorf("count tasks: %w", err)
+	}
+	return marshalSummary(liveSummary(counts))
+}
+
+// SummaryFromTasks is SummaryOf for a caller that has read the job's tasks
+// already.
+func SummaryFromTasks(j *store.Job, tasks []*store.Task) (json.RawMessage, error) {
+	if j.Status.IsTerminal() {
+		if raw, ok := completeSummary(j.Summary); ok {
+			return raw, nil
+		}
+		return marshalSummary(Summarize(j, tasks))
+	}
+	counts := map[store.TaskStatus]int64{}
+	for _, t := range tasks {
+		counts[t.Status]++
+	}
+	return marshalSummary(liveSummary(counts))
+}
+
+// liveSummary is the summary of a job whose tasks still run.
+func liveSummary(counts map[store.TaskStatus]int64) Summary {
+	s := Summary{TaskOutcomeCounts: CountsFrom(counts), AggregateAliases: map[string]any{}}
+	c := &s.Completeness
+	c.Succeeded, c.Failed, c.Cancelled = counts[store.TaskSucceeded], counts[store.TaskFailed], counts[store.TaskCancelled]
+	c.Pending = counts[store.TaskQueued] + counts[store.TaskRunning]
+	c.Total = c.Succeeded + c.Failed + c.Cancelled + c.Pending
+	c.Fraction = 1
+	if c.Total > 0 {
+		c.Fraction = float64(c.Succeeded) / float64(c.Total)
+	}
+	return s
+}
+
+func marshalSummary(s Summary) (json.RawMessage, error) {
+	if s.AggregateAliases == nil {
+		s.AggregateAliases = map[string]any{}
+	}
+	return json.Marshal(s)
+}
+
+// completeSummary returns a stored summary with every field of Summary
+// present (a missing one takes its empty value), and false when nothing
+// usable was stored. Fields it does not know (a leaderboard, billing) are
+// kept.
+func completeSummary(stored json.RawMessage) (json.RawMessage, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(stored, &m) != nil || m["task_outcome_counts"] == nil {
+		return nil, false
+	}
+	empty, err := marshalSummary(Summary{})
+	if err != nil {
+		return nil, false
+	}
+	var defaults map[string]json.RawMessage
+	if json.Unmarshal(empty, &defaults) != nil {
+		return nil, false
+	}
+	for k, v := range defaults {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	out, err := json.Marshal(m)
+	return out, err == nil
+}
+
+// TaskRows lists a job's tasks by index, without their attempts.
+func (s *Service) TaskRows(ctx context.Context, j *store.Job) ([]*store.Task, error) {
+	tasks, err := s.store.TaskList(ctx, j.ID)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return tasks, nil
+}
+
+// JobIDsWithOutput says which of jobs have a task with stdout.
+func (s *Service) JobIDsWithOutput(ctx context.Context, jobs []*store.Job) (map[string]bool, error) {
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	with, err := s.store.JobIDsWithOutput(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("jobs with output: %w", err)
+	}
+	out := make(map[string]bool, len(with))
+	for _, id := range with {
+		out[id] = true
+	}
+	return out, nil
+}

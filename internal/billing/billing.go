@@ -28,9 +28,19 @@ const MaxGrantMicros = 1_000_000 * 1_000_000
 type Service struct {
 	store store.Store
 	clock clock.Clock
+	rates PriceSource
 }
 
-func New(s store.Store, c clock.Clock) *Service { return &Service{store: s, clock: c} }
+// New returns a billing service pricing at DefaultRates until SetRates.
+func New(s store.Store, c clock.Clock) *Service {
+	return &Service{store: s, clock: c, rates: StaticRates(DefaultRates)}
+}
+
+// SetRates sets where current rates come from.
+func (s *Service) SetRates(p PriceSource) { s.rates = p }
+
+// Rates are the current market rates.
+func (s *Service) Rates() Rates { return s.rates.Rates() }
 
 // GrantCredit adds an operator's beta credit to an account.
 func (s *Service) GrantCredit(ctx context.Context, accountID string, micros int64, note string) (*store.LedgerEntry, error) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
@@ -132,6 +133,9 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	h.accountID = acc.ID
+	if _, err := billing.New(st, clock.System{}).GrantCredit(ctx, acc.ID, 100_000_000, "test"); err != nil {
+		t.Fatal(err)
+	}
 	p, err := st.ProjectCreate(ctx, &store.ProjectWriteParams{ID: id.New(id.Project), AccountID: acc.ID, Name: "runner",
 		Env: json.RawMessage(`{"PROJECT_VAR":"from-project"}`), SetupTimeoutS: 600, RuntimeKind: "oci", RuntimeVersion: 1, Now: now})
 	if err != nil {

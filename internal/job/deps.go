@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -59,6 +60,9 @@ func (s *Service) settle(ctx context.Context, q store.Querier, id string, now ti
 				return false, nil // no longer planning: decided already
 			}
 			if err != nil {
+				return false, err
+			}
+			if err := billing.Settle(ctx, q, id, now); err != nil {
 				return false, err
 			}
 			if err := s.event(ctx, q, id, "", "", "job.cancelled", map[string]any{"reason": "dependency " + string(st), "dependency": d}, now); err != nil {

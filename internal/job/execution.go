@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job/submit"
 	"github.com/skiffhq/skiff/internal/store"
@@ -111,6 +112,11 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 		Now: now,
 	}
 	ranRunner := o.HostError == "" && o.SandboxError == ""
+	if d.Attempt == store.AttemptSucceeded || d.Attempt == store.AttemptFailed {
+		// Metered from sandbox start to exit. Attempts the platform lost,
+		// exit-137 requeues and runner-declared infra failures are free.
+		p.BilledSeconds, p.CostMicros = billing.AttemptCost(j.RateMicrosPerHour, o.EndedAt.Sub(o.StartedAt), sub.TimeoutS)
+	}
 	if ranRunner {
 		// The attempt's own output replaces the previous attempt's (spec
 		// 3.1: kept between retries until the new attempt emits its own).
@@ -217,6 +223,9 @@ func (s *Service) endIfDone(ctx context.Context, q store.Querier, j *store.Job, 
 		if errors.Is(err, store.ErrConflict) {
 			return nil // cancelled meanwhile: the cancel decided
 		}
+		return err
+	}
+	if err := billing.Settle(ctx, q, j.ID, now); err != nil {
 		return err
 	}
 	if err := s.event(ctx, q, j.ID, "", "", "job."+string(to), map[string]any{"task_outcome_counts": c}, now); err != nil {

@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/id"
@@ -23,10 +25,11 @@ import (
 
 // Service admits and reads jobs.
 type Service struct {
-	store  store.Store
-	clock  clock.Clock
-	log    *slog.Logger
-	limits submit.Limits
+	store   store.Store
+	billing *billing.Service
+	clock   clock.Clock
+	log     *slog.Logger
+	limits  submit.Limits
 	// wake tells the dispatcher that work or cancellations are waiting, so
 	// that a host long-polling for work hears of it at once.
 	wake func()
@@ -34,15 +37,25 @@ type Service struct {
 
 // Config wires a Service.
 type Config struct {
-	Store  store.Store
-	Clock  clock.Clock
-	Logger *slog.Logger
-	Limits submit.Limits
+	Store store.Store
+	// Billing prices and holds admissions; nil means one at the default
+	// rates over Store.
+	Billing *billing.Service
+	Clock   clock.Clock
+	Logger  *slog.Logger
+	Limits  submit.Limits
 }
 
 func New(cfg Config) *Service {
-	return &Service{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, limits: cfg.Limits, wake: func() {}}
+	b := cfg.Billing
+	if b == nil {
+		b = billing.New(cfg.Store, cfg.Clock)
+	}
+	return &Service{store: cfg.Store, billing: b, clock: cfg.Clock, log: cfg.Logger, limits: cfg.Limits, wake: func() {}}
 }
+
+// Billing is the billing service that prices and holds admissions.
+func (s *Service) Billing() *billing.Service { return s.billing }
 
 // SetWake registers the dispatcher's wake-up, called after every change that
 // gives hosts something to do: new tasks to run or attempts to kill.
@@ -120,8 +133,24 @@ func (s *Service) Submit(ctx context.Context, accountID string, js *apiv1.JobSub
 		}
 	}
 	event, _ := json.Marshal(map[string]any{"status": status, "task_count": len(tasks), "revision": rev.ContentHash})
+	quote, rate := s.billing.Quote(billing.JobShape{Tasks: len(tasks), MaxRetries: sub.MaxRetries, TimeoutS: sub.TimeoutS,
+		RuntimeHintS: sub.RuntimeHintS, Profile: sub.Requirements.Profile, ReliabilityMode: sub.ReliabilityMode,
+		Capacity: billing.Capacity{CPU: sub.Requirements.CPU, MemoryMB: sub.Requirements.MemoryMB,
+			GPUs: sub.Requirements.GPUCount, Dedicated: sub.PlacementPolicy == apiv1.PlacementDedicated}})
+	holdMicros := int64(quote.Estimate.TotalUSD)
+	job.RateMicrosPerHour = rate
 	var created *store.Job
 	err = s.store.InTx(ctx, func(q store.Querier) error {
+		// The hold is reserved in the transaction that stores the job:
+		// both or neither.
+		_, avail, err := s.billing.Reserve(ctx, q, accountID, job.ID, holdMicros, now)
+		if err != nil {
+			return err
+		}
+		quote.Admission.AvailableUSD, quote.Admission.BalanceSufficient = apiv1.USD(avail), true
+		if job.Billing, err = json.Marshal(quote); err != nil {
+			return err
+		}
 		created, err = q.JobCreate(ctx, &store.JobCreateParams{Job: job, Tasks: tasks, DependsOn: sub.DependsOn,
 			Event: store.JobEvent{ID: id.New(id.Event), JobID: job.ID, Kind: "job.submitted", Data: event, CreatedAt: now}})
 		if err != nil || status != store.JobPlanning {
@@ -134,6 +163,14 @@ func (s *Service) Submit(ctx context.Context, accountID string, js *apiv1.JobSub
 		created, err = q.JobGet(ctx, accountID, job.ID)
 		return err
 	})
+	if errors.Is(err, billing.ErrInsufficient) {
+		// Nothing was stored; the 402 carries a quote for the difference.
+		if serr := s.billing.Shortfall(ctx, accountID, holdMicros, "this job's hold"); serr != nil {
+			return nil, serr
+		}
+		// Funds arrived in between: the caller may resend at once.
+		return nil, fault.Conflict("balance_changed", "Resend the same request.", "the balance changed during admission")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store job: %w", err)
 	}
@@ -162,16 +199,23 @@ func (s *Service) ProjectActiveJobCount(ctx context.Context, projectID string) (
 // Cancel cancels a job that is not terminal: its open tasks are cancelled in
 // the same transaction and their running attempts are returned to be killed.
 func (s *Service) Cancel(ctx context.Context, accountID, jobID, reason string) (*store.Job, []string, error) {
-	if _, err := s.Get(ctx, accountID, jobID); err != nil {
+	j, err := s.Get(ctx, accountID, jobID)
+	if err != nil {
 		return nil, nil, err
 	}
 	now := s.clock.Now()
 	var job *store.Job
 	var running []string
-	err := s.store.InTx(ctx, func(q store.Querier) error {
+	err = s.store.InTx(ctx, func(q store.Querier) error {
 		// Tasks before the job: the store's lock order (task, attempt, job).
-		var err error
+		atts, err := q.AttemptList(ctx, jobID)
+		if err != nil {
+			return err
+		}
 		if running, err = q.TaskCancelOpen(ctx, jobID, now); err != nil {
+			return err
+		}
+		if err := s.meterCancelled(ctx, q, j, atts, now); err != nil {
 			return err
 		}
 		job, err = q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: jobID,
@@ -181,6 +225,9 @@ func (s *Service) Cancel(ctx context.Context, accountID, jobID, reason string) (
 			return err
 		}
 		data, _ := json.Marshal(map[string]any{"reason": reason, "killed_attempts": len(running)})
+		if err := billing.Settle(ctx, q, jobID, now); err != nil {
+			return err
+		}
 		if err := q.JobEventCreate(ctx, &store.JobEvent{ID: id.New(id.Event), JobID: jobID, Kind: "job.cancelled", Data: data, CreatedAt: now}); err != nil {
 			return err
 		}
@@ -237,4 +284,29 @@ func (s *Service) Events(ctx context.Context, j *store.Job, limit int) ([]*store
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	return evs, nil
+}
+
+// meterCancelled meters the attempts that a cancel stopped while they ran
+// (atts as they were before the cancel): the runner used its sandbox from
+// start to the cancel, billed like any attempt. Attempts not yet started
+// are free.
+func (s *Service) meterCancelled(ctx context.Context, q store.Querier, j *store.Job, atts []*store.Attempt, now time.Time) error {
+	var timeoutS int64
+	for _, a := range atts {
+		if a.Status != store.AttemptRunning || a.StartedAt == nil {
+			continue
+		}
+		if timeoutS == 0 {
+			sub, err := Request(j)
+			if err != nil {
+				return err
+			}
+			timeoutS = sub.TimeoutS
+		}
+		secs, cost := billing.AttemptCost(j.RateMicrosPerHour, now.Sub(*a.StartedAt), timeoutS)
+		if err := q.AttemptSetCost(ctx, a.ID, secs, cost); err != nil {
+			return fmt.Errorf("meter cancelled attempt %s: %w", a.ID, err)
+		}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/id"
@@ -34,13 +35,22 @@ func setup(t *testing.T, published bool) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	if _, err := db.Migrate(t.Context(), now); err != nil {
+	if _, err := db.Migrate(t.Context(), time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
+	return setupOn(t, db, published)
+}
+
+// setupOn is setup over a migrated store.
+func setupOn(t *testing.T, db store.Store, published bool) *bundle {
+	t.Helper()
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	ctx := t.Context()
 	a, err := db.AccountCreate(ctx, &store.AccountCreateParams{ID: id.New(id.Account), Name: "alice", Now: now})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := billing.New(db, clock.NewFake(now)).GrantCredit(ctx, a.ID, 50_000_000, "test"); err != nil {
 		t.Fatal(err)
 	}
 	p, err := db.ProjectCreate(ctx, &store.ProjectWriteParams{ID: id.New(id.Project), AccountID: a.ID, Name: "demo",

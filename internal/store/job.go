@@ -104,10 +104,15 @@ type Job struct {
 	Meta              json.RawMessage
 	Variant           *string
 	TaskCount         int64
-	SubmittedAt       time.Time
-	StartedAt         *time.Time
-	FinishedAt        *time.Time
-	UpdatedAt         time.Time
+	// RateMicrosPerHour is the billed rate (market plus markup) of the
+	// job's capacity class when it was admitted; attempts are metered at it.
+	RateMicrosPerHour int64
+	// Billing is the billing estimate and admission shown in the summary.
+	Billing     json.RawMessage
+	SubmittedAt time.Time
+	StartedAt   *time.Time
+	FinishedAt  *time.Time
+	UpdatedAt   time.Time
 }
 
 // Task is one unit of a job's work.
@@ -156,10 +161,14 @@ type Attempt struct {
 	ExitCode        *int64
 	TerminalKind    string // exit, timeout, oom, infra_declared, lost, cancelled
 	RetryDecision   string // retry, requeue_free, none
-	AssignedAt      time.Time
-	StartedAt       *time.Time
-	EndedAt         *time.Time
-	UpdatedAt       time.Time
+	// BilledSeconds and CostMicros are what the attempt was metered: zero
+	// while it runs and for attempts the platform lost.
+	BilledSeconds int64
+	CostMicros    int64
+	AssignedAt    time.Time
+	StartedAt     *time.Time
+	EndedAt       *time.Time
+	UpdatedAt     time.Time
 }
 
 // JobEvent is one lifecycle event of a job.
@@ -255,6 +264,9 @@ type AttemptFinishParams struct {
 	RetriesUsed   int64           // new counters of the task
 	InfraRequeues int64
 	DeclaredInfra int64
+	// BilledSeconds and CostMicros meter the attempt (zero: free).
+	BilledSeconds int64
+	CostMicros    int64
 	Now           time.Time
 }
 

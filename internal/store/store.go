@@ -40,6 +40,7 @@ type Querier interface {
 	PushStore
 	RuntimeStore
 	QuoteStore
+	BillingStore
 	JobStore
 	JobEditStore
 }

@@ -138,15 +138,16 @@ func nullIfEmpty(s string) sql.NullString {
 
 func scanJob(s scanner) (*store.Job, error) {
 	var j store.Job
-	var status, request, payload, summary, tags, meta string
+	var status, request, payload, summary, tags, meta, billing string
 	var clientRef, variant sql.NullString
 	var submitted, updated int64
 	var started, finished sql.NullInt64
 	if err := s.Scan(&j.ID, &j.AccountID, &j.ProjectID, &j.ProjectName, &j.PushID, &j.Type, &status, &j.Priority,
 		&request, &payload, &summary, &j.Error, &j.RecommendedAction, &clientRef, &tags, &meta, &variant,
-		&j.TaskCount, &submitted, &started, &finished, &updated); err != nil {
+		&j.TaskCount, &submitted, &started, &finished, &updated, &j.RateMicrosPerHour, &billing); err != nil {
 		return nil, err
 	}
+	j.Billing = []byte(billing)
 	if err := json.Unmarshal([]byte(tags), &j.Tags); err != nil {
 		return nil, fmt.Errorf("job %s: tags: %w", j.ID, err)
 	}
@@ -187,7 +188,7 @@ func (q *queries) JobCreate(ctx context.Context, p *store.JobCreateParams) (*sto
 			j.ID, j.AccountID, j.ProjectID, j.ProjectName, j.PushID, j.Type, string(j.Status), j.Priority,
 			jsonText(j.Request, "{}"), jsonText(j.Payload, "null"), jsonText(j.Summary, "{}"), j.Error,
 			j.RecommendedAction, nullString(j.ClientRef), string(tagsJSON), jsonText(j.Meta, "null"),
-			nullString(j.Variant), int64(len(p.Tasks)), now))
+			nullString(j.Variant), int64(len(p.Tasks)), now, j.RateMicrosPerHour, jsonText(j.Billing, "{}")))
 		if err != nil {
 			return fmt.Errorf("insert job: %w", q.mapErr(err))
 		}
@@ -462,7 +463,7 @@ func scanAttempt(s scanner) (*store.Attempt, error) {
 	var exit, started, ended sql.NullInt64
 	var assigned, updated int64
 	if err := s.Scan(&a.ID, &a.TaskID, &a.JobID, &a.Number, &status, &a.HostID, &profile, &exit, &a.TerminalKind,
-		&a.RetryDecision, &assigned, &started, &ended, &updated); err != nil {
+		&a.RetryDecision, &assigned, &started, &ended, &updated, &a.BilledSeconds, &a.CostMicros); err != nil {
 		return nil, err
 	}
 	a.Status = store.AttemptStatus(status)
@@ -587,7 +588,7 @@ func (q *queries) AttemptFinish(ctx context.Context, p *store.AttemptFinishParam
 			return q.refused(ctx, "AttemptExists", p.AttemptID)
 		}
 		a, err := scanAttempt(q.write.QueryRowContext(ctx, q.sql("AttemptFinish"), p.AttemptID, string(p.Status),
-			p.TerminalKind, p.RetryDecision, nullInt(p.ExitCode), micros(p.Now)))
+			p.TerminalKind, p.RetryDecision, nullInt(p.ExitCode), micros(p.Now), p.BilledSeconds, p.CostMicros))
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrConflict // ended between the two statements (PostgreSQL)
 		}

@@ -18,11 +18,11 @@
 -- name: JobCreate
 INSERT INTO jobs (id, account_id, project_id, project_name, push_id, type, status, priority, request, payload,
                   summary, error, recommended_action, client_ref, tags, meta, variant, task_count,
-                  submitted_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19)
+                  submitted_at, updated_at, rate_micros_per_hour, billing)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19, $20, $21)
 RETURNING id, account_id, project_id, project_name, push_id, type, status, priority, request, payload,
           summary, error, recommended_action, client_ref, tags, meta, variant, task_count,
-          submitted_at, started_at, finished_at, updated_at;
+          submitted_at, started_at, finished_at, updated_at, rate_micros_per_hour, billing;
 
 -- name: JobTagCreateBatch
 -- Shared: $1 job_id, $2 account_id. Per row: $3 tag.
@@ -39,13 +39,13 @@ VALUES ($1, $2, $3, $3, 'queued', $4, $5, $6, $7, $8, $9, $10, $11);
 -- name: JobGet
 SELECT id, account_id, project_id, project_name, push_id, type, status, priority, request, payload,
        summary, error, recommended_action, client_ref, tags, meta, variant, task_count,
-       submitted_at, started_at, finished_at, updated_at
+       submitted_at, started_at, finished_at, updated_at, rate_micros_per_hour, billing
 FROM jobs WHERE account_id = $1 AND id = $2;
 
 -- name: JobGetByID
 SELECT id, account_id, project_id, project_name, push_id, type, status, priority, request, payload,
        summary, error, recommended_action, client_ref, tags, meta, variant, task_count,
-       submitted_at, started_at, finished_at, updated_at
+       submitted_at, started_at, finished_at, updated_at, rate_micros_per_hour, billing
 FROM jobs WHERE id = $1;
 
 -- name: JobExists
@@ -54,7 +54,7 @@ SELECT COUNT(*) FROM jobs WHERE id = $1;
 -- name: JobListSelect
 SELECT id, account_id, project_id, project_name, push_id, type, status, priority, request, payload,
        summary, error, recommended_action, client_ref, tags, meta, variant, task_count,
-       submitted_at, started_at, finished_at, updated_at
+       submitted_at, started_at, finished_at, updated_at, rate_micros_per_hour, billing
 FROM jobs WHERE account_id = $1
 
 -- name: JobListCount
@@ -99,7 +99,7 @@ UPDATE jobs SET status = $2, error = COALESCE($3, error), recommended_action = C
 WHERE id = $1 AND status IN ($9)
 RETURNING id, account_id, project_id, project_name, push_id, type, status, priority, request, payload,
           summary, error, recommended_action, client_ref, tags, meta, variant, task_count,
-          submitted_at, started_at, finished_at, updated_at;
+          submitted_at, started_at, finished_at, updated_at, rate_micros_per_hour, billing;
 
 -- name: ProjectActiveJobCount
 SELECT COUNT(*) FROM jobs WHERE project_id = $1 AND status IN ('planning', 'queued', 'running');
@@ -150,7 +150,7 @@ RETURNING id, job_id, idx, status, payload, meta, requirements, priority, retrie
 INSERT INTO attempts (id, task_id, job_id, number, status, host_id, resource_profile, assigned_at, updated_at)
 VALUES ($1, $2, $3, $4, 'assigned', $5, $6, $7, $7)
 RETURNING id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
-          retry_decision, assigned_at, started_at, ended_at, updated_at;
+          retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros;
 
 -- name: TaskSetProgress
 UPDATE tasks SET latest_progress = COALESCE($2, latest_progress), output = COALESCE($3, output),
@@ -173,23 +173,23 @@ RETURNING id;
 
 -- name: AttemptList
 SELECT a.id, a.task_id, a.job_id, a.number, a.status, a.host_id, a.resource_profile, a.exit_code,
-       a.terminal_kind, a.retry_decision, a.assigned_at, a.started_at, a.ended_at, a.updated_at
+       a.terminal_kind, a.retry_decision, a.assigned_at, a.started_at, a.ended_at, a.updated_at, a.billed_seconds, a.cost_micros
 FROM attempts a JOIN tasks t ON t.id = a.task_id
 WHERE a.job_id = $1 ORDER BY t.idx, a.number;
 
 -- name: AttemptListOpen
 SELECT id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
-       retry_decision, assigned_at, started_at, ended_at, updated_at
+       retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros
 FROM attempts WHERE status IN ('assigned', 'running') ORDER BY assigned_at, id;
 
 -- name: AttemptListOpenByHost
 SELECT id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
-       retry_decision, assigned_at, started_at, ended_at, updated_at
+       retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros
 FROM attempts WHERE host_id = $1 AND status IN ('assigned', 'running') ORDER BY assigned_at, id;
 
 -- name: AttemptGet
 SELECT id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
-       retry_decision, assigned_at, started_at, ended_at, updated_at
+       retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros
 FROM attempts WHERE id = $1;
 
 -- name: JobTouch
@@ -220,10 +220,10 @@ WHERE id = (SELECT task_id FROM attempts WHERE id = $1 AND status IN ('assigned'
 
 -- name: AttemptFinish
 UPDATE attempts SET status = $2, terminal_kind = $3, retry_decision = $4, exit_code = $5, ended_at = $6,
-       updated_at = $6
+       updated_at = $6, billed_seconds = $7, cost_micros = $8
 WHERE id = $1 AND status IN ('assigned', 'running')
 RETURNING id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
-          retry_decision, assigned_at, started_at, ended_at, updated_at;
+          retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros;
 
 -- name: JobEventCreate
 INSERT INTO job_events (id, job_id, task_id, attempt_id, kind, data, created_at)

@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Hold statuses (spec 2.8).
+const (
+	HoldActive            = "active"
+	HoldReleased          = "released"
+	HoldCaptured          = "captured"
+	HoldPartiallyCaptured = "partially_captured"
+	HoldExpired           = "expired"
+)
+
+// Hold reserves an account's money for a job until it settles.
+type Hold struct {
+	ID             string
+	AccountID      string
+	JobID          string
+	Status         string
+	AmountMicros   int64
+	CapturedMicros int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	SettledAt      *time.Time
+}
+
+type HoldCreateParams struct {
+	ID, AccountID, JobID string
+	AmountMicros         int64
+	Now                  time.Time
+}
+
+// HoldSettleParams ends an active hold: Status is released, captured or
+// partially_captured, CapturedMicros at most the hold's amount.
+type HoldSettleParams struct {
+	ID             string
+	Status         string
+	CapturedMicros int64
+	Now            time.Time
+}
+
+// Paged list filters. An empty filter value means any; Limit > 0.
+type (
+	LedgerListParams struct {
+		AccountID, EntryType string
+		Limit, Offset        int
+	}
+	HoldListParams struct {
+		AccountID, Status, JobID string
+		Limit, Offset            int
+	}
+	// QuoteListParams: a quote open past its expiry counts as expired at Now.
+	QuoteListParams struct {
+		AccountID, Status, QuoteType string
+		Limit, Offset                int
+		Now                          time.Time
+	}
+)
+
+// IdempotencyKey is a remembered Idempotency-Key of an account.
+type IdempotencyKey struct {
+	AccountID   string
+	Key         string
+	RequestHash string
+	Response    string
+	CreatedAt   time.Time
+}
+
+// BillingStore keeps holds, metering and idempotency keys; ledger entries
+// and quotes are in AccountStore and QuoteStore.
+type BillingStore interface {
+	// AccountLock holds the account's row lock (PostgreSQL) until the
+	// transaction ends, so that concurrent reservations against one
+	// balance are decided one after the other. SQLite serialises writing
+	// transactions already. ErrNotFound when there is no account.
+	AccountLock(ctx context.Context, accountID string) error
+	HoldCreate(ctx context.Context, p *HoldCreateParams) (*Hold, error)
+	// HoldGetByJob is a job's hold; ErrNotFound when it has none.
+	HoldGetByJob(ctx context.Context, jobID string) (*Hold, error)
+	// HoldSettle ends an active hold; ErrConflict when it is not active
+	// (settled already).
+	HoldSettle(ctx context.Context, p *HoldSettleParams) (*Hold, error)
+	HoldList(ctx context.Context, p *HoldListParams) ([]*Hold, int, error)
+	// LedgerList pages an account's entries, newest first.
+	LedgerList(ctx context.Context, p *LedgerListParams) ([]*LedgerEntry, int, error)
+	// QuoteList pages an account's quotes, newest first.
+	QuoteList(ctx context.Context, p *QuoteListParams) ([]*Quote, int, error)
+
+	// AttemptSetCost meters an ended attempt (one cancelled while it ran).
+	AttemptSetCost(ctx context.Context, attemptID string, billedSeconds, costMicros int64) error
+	// JobChargeTotal sums the metered cost of a job's attempts.
+	JobChargeTotal(ctx context.Context, jobID string) (int64, error)
+
+	// IdempotencyKeyPut remembers a key; ErrConflict when the account has
+	// it already (read it with IdempotencyKeyGet).
+	IdempotencyKeyPut(ctx context.Context, k *IdempotencyKey) error
+	IdempotencyKeyGet(ctx context.Context, accountID, key string) (*IdempotencyKey, error)
+}

@@ -1,0 +1,137 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+func scanHold(s scanner) (*store.Hold, error) {
+	var h store.Hold
+	var created, updated int64
+	var settled sql.NullInt64
+	if err := s.Scan(&h.ID, &h.AccountID, &h.JobID, &h.Status, &h.AmountMicros, &h.CapturedMicros, &created, &updated,
+		&settled); err != nil {
+		return nil, err
+	}
+	h.CreatedAt, h.UpdatedAt, h.SettledAt = fromMicros(created), fromMicros(updated), fromNullMicros(settled)
+	return &h, nil
+}
+
+func (q *queries) AccountLock(ctx context.Context, accountID string) error {
+	var id string
+	return q.mapErr(q.write.QueryRowContext(ctx, q.sql("AccountLock"), accountID).Scan(&id))
+}
+
+func (q *queries) HoldCreate(ctx context.Context, p *store.HoldCreateParams) (*store.Hold, error) {
+	h, err := scanHold(q.write.QueryRowContext(ctx, q.sql("HoldCreate"), p.ID, p.AccountID, p.JobID, p.AmountMicros,
+		micros(p.Now)))
+	return h, q.mapErr(err)
+}
+
+func (q *queries) HoldGetByJob(ctx context.Context, jobID string) (*store.Hold, error) {
+	h, err := scanHold(q.read.QueryRowContext(ctx, q.sql("HoldGetByJob"), jobID))
+	return h, q.mapErr(err)
+}
+
+func (q *queries) HoldSettle(ctx context.Context, p *store.HoldSettleParams) (*store.Hold, error) {
+	switch p.Status {
+	case store.HoldReleased, store.HoldCaptured, store.HoldPartiallyCaptured:
+	default:
+		return nil, errors.New("sqldb: HoldSettle needs released, captured or partially_captured")
+	}
+	h, err := scanHold(q.write.QueryRowContext(ctx, q.sql("HoldSettle"), p.ID, p.Status, p.CapturedMicros, micros(p.Now)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, q.refused(ctx, "HoldExists", p.ID)
+	}
+	return h, q.mapErr(err)
+}
+
+func (q *queries) HoldList(ctx context.Context, p *store.HoldListParams) ([]*store.Hold, int, error) {
+	var total int
+	if err := q.read.QueryRowContext(ctx, q.sql("HoldCount"), p.AccountID, p.Status, p.JobID).Scan(&total); err != nil {
+		return nil, 0, q.mapErr(err)
+	}
+	rows, err := q.read.QueryContext(ctx, q.sql("HoldList"), p.AccountID, p.Status, p.JobID, p.Limit, p.Offset)
+	if err != nil {
+		return nil, 0, q.mapErr(err)
+	}
+	hs, err := collect(rows, scanHold)
+	return hs, total, err
+}
+
+func scanLedgerEntry(s scanner) (*store.LedgerEntry, error) {
+	var e store.LedgerEntry
+	var created int64
+	if err := s.Scan(&e.ID, &e.AccountID, &e.EntryType, &e.AmountMicros, &e.Reference, &e.Description, &created); err != nil {
+		return nil, err
+	}
+	e.CreatedAt = fromMicros(created)
+	return &e, nil
+}
+
+func (q *queries) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*store.LedgerEntry, int, error) {
+	var total int
+	if err := q.read.QueryRowContext(ctx, q.sql("LedgerCount"), p.AccountID, p.EntryType).Scan(&total); err != nil {
+		return nil, 0, q.mapErr(err)
+	}
+	rows, err := q.read.QueryContext(ctx, q.sql("LedgerList"), p.AccountID, p.EntryType, p.Limit, p.Offset)
+	if err != nil {
+		return nil, 0, q.mapErr(err)
+	}
+	es, err := collect(rows, scanLedgerEntry)
+	return es, total, err
+}
+
+func (q *queries) QuoteList(ctx context.Context, p *store.QuoteListParams) ([]*store.Quote, int, error) {
+	now := micros(p.Now)
+	var total int
+	if err := q.read.QueryRowContext(ctx, q.sql("QuoteCount"), p.AccountID, p.Status, p.QuoteType, now).Scan(&total); err != nil {
+		return nil, 0, q.mapErr(err)
+	}
+	rows, err := q.read.QueryContext(ctx, q.sql("QuoteList"), p.AccountID, p.Status, p.QuoteType, now, p.Limit, p.Offset)
+	if err != nil {
+		return nil, 0, q.mapErr(err)
+	}
+	qs, err := collect(rows, scanQuote)
+	return qs, total, err
+}
+
+func (q *queries) AttemptSetCost(ctx context.Context, attemptID string, billedSeconds, costMicros int64) error {
+	res, err := q.write.ExecContext(ctx, q.sql("AttemptSetCost"), attemptID, billedSeconds, costMicros)
+	if err != nil {
+		return q.mapErr(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+func (q *queries) JobChargeTotal(ctx context.Context, jobID string) (int64, error) {
+	var n int64
+	err := q.read.QueryRowContext(ctx, q.sql("JobChargeTotal"), jobID).Scan(&n)
+	return n, q.mapErr(err)
+}
+
+func (q *queries) IdempotencyKeyPut(ctx context.Context, k *store.IdempotencyKey) error {
+	_, err := q.write.ExecContext(ctx, q.sql("IdempotencyKeyPut"), k.AccountID, k.Key, k.RequestHash, k.Response,
+		micros(k.CreatedAt))
+	return q.mapErr(err)
+}
+
+func (q *queries) IdempotencyKeyGet(ctx context.Context, accountID, key string) (*store.IdempotencyKey, error) {
+	var k store.IdempotencyKey
+	var created int64
+	err := q.read.QueryRowContext(ctx, q.sql("IdempotencyKeyGet"), accountID, key).
+		Scan(&k.AccountID, &k.Key, &k.RequestHash, &k.Response, &created)
+	if err != nil {
+		return nil, q.mapErr(err)
+	}
+	k.CreatedAt = fromMicros(created)
+	return &k, nil
+}

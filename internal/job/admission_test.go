@@ -9,6 +9,7 @@ import (
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
+	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -80,5 +81,53 @@ func TestConcurrentAdmissionNeverOverReserves(t *testing.T) {
 				t.Errorf("open quotes: %d, want one shortfall quote per refusal (%d)", bal.OpenQuoteCount, n-7)
 			}
 		})
+	}
+}
+
+// TestIdempotentSubmit: a resend with the same key and body returns the
+// first job and creates nothing; another body under the key is a 409; a
+// 402 stores no key, so the same request is admitted once funded.
+func TestIdempotentSubmit(t *testing.T) {
+	b := setup(t, true)
+	ctx := t.Context()
+	body := `{"project":"demo","runner_command":["/r"]}`
+	key := job.Idempotency{Key: "k-1", RequestHash: "h1"}
+	first, replayed, err := b.svc.SubmitIdempotent(ctx, b.account, decode(t, body), key)
+	if err != nil || replayed {
+		t.Fatalf("first: %v, replayed %v", err, replayed)
+	}
+	again, replayed, err := b.svc.SubmitIdempotent(ctx, b.account, decode(t, body), key)
+	if err != nil || !replayed || again.ID != first.ID {
+		t.Fatalf("resend: got %v (replayed %v, %v), want job %s replayed", again, replayed, err, first.ID)
+	}
+	_, _, err = b.svc.SubmitIdempotent(ctx, b.account, decode(t, body), job.Idempotency{Key: "k-1", RequestHash: "other"})
+	var fe *fault.Error
+	if !errors.As(err, &fe) || fe.Kind != fault.KindConflict {
+		t.Fatalf("same key, other body: got %v, want a conflict", err)
+	}
+	if _, total, _ := b.store.JobList(ctx, &store.JobListParams{AccountID: b.account}); total != 1 {
+		t.Errorf("jobs: %d, want 1", total)
+	}
+
+	// Drain the balance: the next keyed submit is a 402 and stores no key.
+	bal, _ := b.store.BalanceGet(ctx, b.account, clock.System{}.Now())
+	if _, err := b.store.LedgerEntryCreate(ctx, &store.LedgerEntryCreateParams{ID: "led_drain", AccountID: b.account,
+		EntryType: "test_adjustment", AmountMicros: -bal.AvailableMicros(), Now: clock.System{}.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	funded := job.Idempotency{Key: "k-2", RequestHash: "h2"}
+	_, _, err = b.svc.SubmitIdempotent(ctx, b.account, decode(t, body), funded)
+	if !errors.As(err, &fe) || fe.Kind != fault.KindPaymentRequired {
+		t.Fatalf("unfunded: got %v, want 402", err)
+	}
+	if _, err := billing.New(b.store, clock.System{}).GrantCredit(ctx, b.account, 1_000_000, "top-up"); err != nil {
+		t.Fatal(err)
+	}
+	j, replayed, err := b.svc.SubmitIdempotent(ctx, b.account, decode(t, body), funded)
+	if err != nil || replayed {
+		t.Fatalf("after funding: %v (replayed %v), want admitted", err, replayed)
+	}
+	if again, replayed, _ := b.svc.SubmitIdempotent(ctx, b.account, decode(t, body), funded); !replayed || again.ID != j.ID {
+		t.Errorf("resend after funding: want the funded job replayed")
 	}
 }

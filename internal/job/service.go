@@ -69,6 +69,67 @@ var priorities = map[string]int{
 // events in one transaction. A job without dependencies is queued at once;
 // one with dependencies stays planning until they end.
 func (s *Service) Submit(ctx context.Context, accountID string, js *apiv1.JobSubmit) (*store.Job, error) {
+	return s.submit(ctx, accountID, js, nil)
+}
+
+// Idempotency is a request's Idempotency-Key and the hash of its body.
+type Idempotency struct {
+	Key         string
+	RequestHash string
+}
+
+// MaxIdempotencyKeyBytes bounds an Idempotency-Key.
+const MaxIdempotencyKeyBytes = 255
+
+// SubmitIdempotent is Submit under an Idempotency-Key: the first request
+// with a key is admitted as Submit would, and the key is stored in the same
+// transaction as the job; a resend with the same key and body returns that
+// job (replayed true) and creates nothing; the same key with another body
+// is a 409. A refused request (422, 402) stores no key, so resending the
+// same request after fixing the cause (funding the account) is admitted.
+func (s *Service) SubmitIdempotent(ctx context.Context, accountID string, js *apiv1.JobSubmit, key Idempotency) (*store.Job, bool, error) {
+	if key.Key == "" {
+		j, err := s.Submit(ctx, accountID, js)
+		return j, false, err
+	}
+	if len(key.Key) > MaxIdempotencyKeyBytes {
+		return nil, false, fault.Invalid("invalid_idempotency_key", "Send an Idempotency-Key of at most 255 bytes.",
+			"Idempotency-Key is %d bytes", len(key.Key))
+	}
+	if j, replayed, err := s.replay(ctx, accountID, key); replayed || err != nil {
+		return j, replayed, err
+	}
+	j, err := s.submit(ctx, accountID, js, &key)
+	if errors.Is(err, store.ErrConflict) {
+		// A concurrent request with the same key won the race.
+		return s.replay(ctx, accountID, key)
+	}
+	return j, false, err
+}
+
+// replay answers a resend of a stored key: the job it created, or a 409
+// when the body differs. (nil, false, nil) when the key is new.
+func (s *Service) replay(ctx context.Context, accountID string, key Idempotency) (*store.Job, bool, error) {
+	k, err := s.store.IdempotencyKeyGet(ctx, accountID, key.Key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("idempotency key: %w", err)
+	}
+	if k.RequestHash != key.RequestHash {
+		return nil, false, fault.Conflict("idempotency_key_reused",
+			"Use a new Idempotency-Key for a different request, or resend the original body unchanged.",
+			"Idempotency-Key %q was first used with a different request body", key.Key)
+	}
+	j, err := s.Get(ctx, accountID, k.Response)
+	if err != nil {
+		return nil, false, err
+	}
+	return j, true, nil
+}
+
+func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSubmit, key *Idempotency) (*store.Job, error) {
 	sub, err := submit.Validate(js, s.limits)
 	if err != nil {
 		return nil, err
@@ -153,8 +214,17 @@ func (s *Service) Submit(ctx context.Context, accountID string, js *apiv1.JobSub
 		}
 		created, err = q.JobCreate(ctx, &store.JobCreateParams{Job: job, Tasks: tasks, DependsOn: sub.DependsOn,
 			Event: store.JobEvent{ID: id.New(id.Event), JobID: job.ID, Kind: "job.submitted", Data: event, CreatedAt: now}})
-		if err != nil || status != store.JobPlanning {
+		if err != nil {
 			return err
+		}
+		if key != nil {
+			if err := q.IdempotencyKeyPut(ctx, &store.IdempotencyKey{AccountID: accountID, Key: key.Key,
+				RequestHash: key.RequestHash, Response: job.ID, CreatedAt: now}); err != nil {
+				return err // ErrConflict: a concurrent resend stored it first
+			}
+		}
+		if status != store.JobPlanning {
+			return nil
 		}
 		// Dependencies that already ended decide at once.
 		if _, err := s.settle(ctx, q, job.ID, now); err != nil {

@@ -109,6 +109,13 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 	if cwd == "" {
 		cwd = "/"
 	}
+	// Like `docker run`, a WORKDIR the image lacks is created (a FROM
+	// scratch build does not put it in a layer); the sandbox mounts the
+	// root read-only and could not. os.Root keeps it inside the rootfs
+	// whatever links the image holds.
+	if err := ensureDir(img.RootFS, cwd); err != nil {
+		return nil, fmt.Errorf("prepare working directory %s: %w", cwd, err)
+	}
 	env := make(map[string]string, len(img.Config.Env)+len(asg.Env))
 	for _, kv := range img.Config.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -192,4 +199,18 @@ func failureClass(result []byte) string {
 		return agentproto.FailureClassInfra
 	}
 	return ""
+}
+
+// ensureDir creates dir (absolute, inside the image) under rootfs.
+func ensureDir(rootfs, dir string) error {
+	rel := strings.TrimPrefix(filepath.Clean("/"+dir), "/")
+	if rel == "" {
+		return nil
+	}
+	root, err := os.OpenRoot(rootfs)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.MkdirAll(rel, 0o755)
 }

@@ -1,0 +1,172 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+var billingTests = map[string]func(*testing.T, store.Store){
+	"HoldsSettleOnce": testHoldsSettleOnce,
+	"BillingLists":    testBillingLists,
+	"AttemptCosts":    testAttemptCosts,
+	"IdempotencyKeys": testIdempotencyKeys,
+	"AccountLockInTx": testAccountLockInTx,
+}
+
+func testHoldsSettleOnce(t *testing.T, s store.Store) {
+	a := mustAccount(t, s, "alice")
+	h, err := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: "job_1", AmountMicros: 900, Now: t0})
+	if err != nil || h.Status != store.HoldActive || h.AmountMicros != 900 {
+		t.Fatalf("HoldCreate: %+v, %v", h, err)
+	}
+	if _, err := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: "job_1", AmountMicros: 1, Now: t0}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("second hold for a job: got %v, want ErrConflict", err)
+	}
+	bal, _ := s.BalanceGet(ctx(t), a.ID, t0)
+	if bal.HeldMicros != 900 || bal.ActiveHoldCount != 1 {
+		t.Fatalf("balance with a hold: %+v", bal)
+	}
+	got, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: h.ID, Status: store.HoldPartiallyCaptured, CapturedMicros: 400, Now: t0.Add(time.Minute)})
+	if err != nil || got.Status != store.HoldPartiallyCaptured || got.CapturedMicros != 400 || got.SettledAt == nil {
+		t.Fatalf("HoldSettle: %+v, %v", got, err)
+	}
+	if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: h.ID, Status: store.HoldCaptured, CapturedMicros: 900, Now: t0}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("settling twice: got %v, want ErrConflict", err)
+	}
+	if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: "hld_missing", Status: store.HoldReleased, Now: t0}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("settling a missing hold: got %v, want ErrNotFound", err)
+	}
+	h2, _ := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: "job_2", AmountMicros: 10, Now: t0})
+	if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: h2.ID, Status: store.HoldCaptured, CapturedMicros: 11, Now: t0}); err == nil {
+		t.Fatal("capturing more than the hold: accepted")
+	}
+	if got, err := s.HoldGetByJob(ctx(t), "job_1"); err != nil || got.ID != h.ID {
+		t.Fatalf("HoldGetByJob: %+v, %v", got, err)
+	}
+	if _, err := s.HoldGetByJob(ctx(t), "job_none"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("HoldGetByJob of a job without one: %v", err)
+	}
+	bal, _ = s.BalanceGet(ctx(t), a.ID, t0)
+	if bal.HeldMicros != 10 || bal.ActiveHoldCount != 1 {
+		t.Fatalf("balance after settling: %+v", bal)
+	}
+}
+
+func testBillingLists(t *testing.T, s store.Store) {
+	a := mustAccount(t, s, "alice")
+	b := mustAccount(t, s, "bob")
+	for i := range 5 {
+		typ := "beta_credit_grant"
+		if i%2 == 1 {
+			typ = "job_charge"
+		}
+		for _, acct := range []string{a.ID, b.ID} {
+			if _, err := s.LedgerEntryCreate(ctx(t), &store.LedgerEntryCreateParams{ID: id.New(id.Ledger), AccountID: acct,
+				EntryType: typ, AmountMicros: int64(i + 1), Now: t0.Add(time.Duration(i) * time.Second)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: fmt.Sprintf("job_%d", i),
+			AmountMicros: 5, Now: t0.Add(time.Duration(i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.QuoteCreate(ctx(t), &store.QuoteCreateParams{ID: id.New(id.Quote), AccountID: a.ID, QuoteType: "job_shortfall",
+			AmountMicros: 7, ExpiresAt: t0.Add(time.Duration(i) * time.Hour), Now: t0.Add(time.Duration(i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, total, err := s.LedgerList(ctx(t), &store.LedgerListParams{AccountID: a.ID, Limit: 2, Offset: 1})
+	if err != nil || total != 5 || len(es) != 2 || es[0].AmountMicros != 4 || es[1].AmountMicros != 3 {
+		t.Fatalf("LedgerList page: %d entries of %d (%v), want entries 4 and 3 of 5, newest first", len(es), total, err)
+	}
+	es, total, _ = s.LedgerList(ctx(t), &store.LedgerListParams{AccountID: a.ID, EntryType: "job_charge", Limit: 10})
+	if total != 2 || len(es) != 2 {
+		t.Fatalf("LedgerList by type: %d of %d, want 2", len(es), total)
+	}
+	hs, total, _ := s.HoldList(ctx(t), &store.HoldListParams{AccountID: a.ID, Status: store.HoldActive, Limit: 3})
+	if total != 5 || len(hs) != 3 {
+		t.Fatalf("HoldList: %d of %d", len(hs), total)
+	}
+	if _, total, _ := s.HoldList(ctx(t), &store.HoldListParams{AccountID: b.ID, Limit: 3}); total != 0 {
+		t.Fatalf("HoldList of another account: %d", total)
+	}
+	// At t0+150m the quotes expiring at t0, 1h and 2h are expired.
+	now := t0.Add(150 * time.Minute)
+	qs, total, _ := s.QuoteList(ctx(t), &store.QuoteListParams{AccountID: a.ID, Status: "expired", Limit: 10, Now: now})
+	if total != 3 || len(qs) != 3 || qs[0].Status != "expired" {
+		t.Fatalf("QuoteList expired: %d of %d", len(qs), total)
+	}
+	if _, total, _ := s.QuoteList(ctx(t), &store.QuoteListParams{AccountID: a.ID, Status: "open", QuoteType: "job_shortfall", Limit: 10, Now: now}); total != 2 {
+		t.Fatalf("QuoteList open: %d, want 2", total)
+	}
+}
+
+func testAttemptCosts(t *testing.T, s store.Store) {
+	f := setupJobs(t, s)
+	j := mustJob(t, s, f.jobParams(2, t0))
+	var atts []*store.Attempt
+	for range 2 {
+		_, a, err := s.TaskClaim(ctx(t), &store.TaskClaimParams{HostID: "wkr_a", AttemptID: id.New(id.Attempt), Now: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		atts = append(atts, a)
+	}
+	if _, err := s.AttemptFinish(ctx(t), &store.AttemptFinishParams{AttemptID: atts[0].ID, Status: store.AttemptSucceeded,
+		TerminalKind: "exit", RetryDecision: "none", TaskStatus: store.TaskSucceeded, BilledSeconds: 60, CostMicros: 563, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AttemptSetCost(ctx(t), atts[1].ID, 75, 704); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AttemptSetCost(ctx(t), "att_missing", 1, 1); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("AttemptSetCost of a missing attempt: %v", err)
+	}
+	total, err := s.JobChargeTotal(ctx(t), j.ID)
+	if err != nil || total != 563+704 {
+		t.Fatalf("JobChargeTotal: %d, %v", total, err)
+	}
+	listed, _ := s.AttemptList(ctx(t), j.ID)
+	if listed[0].BilledSeconds != 60 || listed[0].CostMicros != 563 || listed[1].BilledSeconds != 75 {
+		t.Fatalf("attempt costs: %+v %+v", listed[0], listed[1])
+	}
+}
+
+func testIdempotencyKeys(t *testing.T, s store.Store) {
+	a := mustAccount(t, s, "alice")
+	b := mustAccount(t, s, "bob")
+	k := &store.IdempotencyKey{AccountID: a.ID, Key: "k", RequestHash: "h", Response: "job_1", CreatedAt: t0}
+	if err := s.IdempotencyKeyPut(ctx(t), k); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.IdempotencyKeyPut(ctx(t), k); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("same key twice: %v, want ErrConflict", err)
+	}
+	if err := s.IdempotencyKeyPut(ctx(t), &store.IdempotencyKey{AccountID: b.ID, Key: "k", RequestHash: "x", CreatedAt: t0}); err != nil {
+		t.Fatalf("same key, another account: %v", err)
+	}
+	got, err := s.IdempotencyKeyGet(ctx(t), a.ID, "k")
+	if err != nil || got.RequestHash != "h" || got.Response != "job_1" {
+		t.Fatalf("IdempotencyKeyGet: %+v, %v", got, err)
+	}
+	if _, err := s.IdempotencyKeyGet(ctx(t), a.ID, "other"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown key: %v", err)
+	}
+}
+
+func testAccountLockInTx(t *testing.T, s store.Store) {
+	a := mustAccount(t, s, "alice")
+	err := s.InTx(ctx(t), func(q store.Querier) error { return q.AccountLock(ctx(t), a.ID) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.InTx(ctx(t), func(q store.Querier) error { return q.AccountLock(ctx(t), "acc_missing") })
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("locking a missing account: %v", err)
+	}
+}

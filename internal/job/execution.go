@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/id"
@@ -197,7 +198,13 @@ func (s *Service) endIfDone(ctx context.Context, q store.Querier, j *store.Job, 
 	if err != nil {
 		return err
 	}
-	summary := Summarize(j, tasks)
+	var atts []*store.Attempt
+	if j.Type == string(apiv1.JobTypeBenchmark) {
+		if atts, err = q.AttemptList(ctx, j.ID); err != nil {
+			return err
+		}
+	}
+	summary := Summarize(j, tasks, atts...)
 	raw, err := json.Marshal(summary)
 	if err != nil {
 		return err

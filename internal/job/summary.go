@@ -3,6 +3,8 @@ package job
 import (
 	"encoding/json"
 
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/job/merge"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -17,6 +19,10 @@ type Summary struct {
 	Completeness      Completeness      `json:"completeness"`
 	ResultPersisted   bool              `json:"result_persisted"`
 	OutputPersisted   bool              `json:"output_persisted"`
+	// Leaderboard and Best rank a sweep's combinations or a benchmark's
+	// candidates (ranked best first; unranked entries last).
+	Leaderboard []merge.Entry   `json:"leaderboard,omitempty"`
+	Best        json.RawMessage `json:"best,omitempty"`
 }
 
 // TaskOutcomeCounts counts a job's tasks per status; every key is present.
@@ -42,28 +48,55 @@ type Completeness struct {
 	Cancelled int64   `json:"cancelled"`
 	Pending   int64   `json:"pending"`
 	Fraction  float64 `json:"fraction"` // succeeded / total; 1 for a job with no tasks
+	// The weight fields are set for weighted_avg fan-out (spec 2.6).
+	WeightField     string   `json:"weight_field,omitempty"`
+	ExpectedWeight  *float64 `json:"expected_weight,omitempty"`
+	CompletedWeight *float64 `json:"completed_weight,omitempty"`
+	PendingWeight   *float64 `json:"pending_weight,omitempty"`
 }
 
-// Summarize merges a job's tasks into its summary. Deterministic: the same
-// tasks give the same bytes. The collect merge lists every task's result in
-// index order (null for a task without one).
-func Summarize(j *store.Job, tasks []*store.Task) Summary {
+// Summarize merges a job's tasks into its summary, as the job's type and
+// merge_strategy say (package merge). Deterministic: the same tasks give the
+// same bytes. attempts, when given, let a benchmark show where each replica
+// ran.
+func Summarize(j *store.Job, tasks []*store.Task, attempts ...*store.Attempt) Summary {
 	counts := map[store.TaskStatus]int64{}
-	results := make([]json.RawMessage, len(tasks))
 	s := Summary{AggregateAliases: map[string]any{}}
+	lastAttempt := map[string]*store.Attempt{}
+	for _, a := range attempts {
+		if prev := lastAttempt[a.TaskID]; prev == nil || a.Number > prev.Number {
+			lastAttempt[a.TaskID] = a
+		}
+	}
+	in := make([]merge.Task, len(tasks))
 	for i, t := range tasks {
 		counts[t.Status]++
-		results[i] = json.RawMessage("null")
 		if len(t.Result) > 0 && t.Status == store.TaskSucceeded {
-			results[i] = t.Result
 			s.ResultPersisted = true
 		}
 		if t.Output != "" {
 			s.OutputPersisted = true
 		}
+		mt := merge.Task{Index: int(t.Index), OK: t.Status == store.TaskSucceeded, Done: t.Status.IsTerminal(),
+			Payload: t.Payload, Result: t.Result, WorkerHandle: t.LastHostID}
+		_ = json.Unmarshal(t.Meta, &mt.Meta)
+		if a := lastAttempt[t.ID]; a != nil {
+			mt.WorkerHandle, mt.ResourceProfile = a.HostID, a.ResourceProfile
+		}
+		in[i] = mt
 	}
+	cfg := merge.Config{Type: apiv1.JobType(j.Type)}
+	if sub, err := Request(j); err == nil {
+		cfg.Strategy, cfg.ValueField, cfg.WeightField = sub.MergeStrategy, sub.ValueField, sub.WeightField
+		cfg.Reduce, cfg.RankBy, cfg.RankOrder = sub.Reduce, sub.RankBy, sub.RankOrder
+		if sub.Expand.FanOut != nil {
+			cfg.ByField = sub.Expand.FanOut.By
+		}
+	}
+	out := merge.Merge(cfg, in)
+	s.AggregateResult, s.AggregateAliases = out.Aggregate, out.Aliases
+	s.Leaderboard, s.Best = out.Leaderboard, out.Best
 	s.TaskOutcomeCounts = CountsFrom(counts)
-	s.AggregateResult, _ = json.Marshal(results)
 	c := &s.Completeness
 	c.Total = int64(len(tasks))
 	c.Succeeded, c.Failed, c.Cancelled = counts[store.TaskSucceeded], counts[store.TaskFailed], counts[store.TaskCancelled]
@@ -71,6 +104,10 @@ func Summarize(j *store.Job, tasks []*store.Task) Summary {
 	c.Fraction = 1
 	if c.Total > 0 {
 		c.Fraction = float64(c.Succeeded) / float64(c.Total)
+	}
+	if w := out.Weighted; w != nil {
+		c.WeightField = w.WeightField
+		c.ExpectedWeight, c.CompletedWeight, c.PendingWeight = &w.ExpectedWeight, &w.CompletedWeight, &w.PendingWeight
 	}
 	return s
 }

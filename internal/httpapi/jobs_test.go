@@ -619,8 +619,10 @@ func testCancelQueued(t *testing.T, f *fixture) {
 	f.e.Clock.Advance(time.Second)
 	plan := submitJob(t, f.member, map[string]any{"tags": []string{"a"}, "depends_on": []string{run.ID}})
 	other := submitJob(t, f.member, map[string]any{"project": "beta", "tags": []string{"a"}})
-	if plan.Status != "planning" {
-		t.Fatalf("got dependent status %s, want planning", plan.Status)
+	f.e.Clock.Advance(time.Second)
+	dep := submitJob(t, f.member, map[string]any{"depends_on": []string{qb.ID}})
+	if plan.Status != "planning" || dep.Status != "planning" {
+		t.Fatalf("got dependent statuses %s %s, want planning", plan.Status, dep.Status)
 	}
 
 	var res apiv1.CancelQueuedResult
@@ -637,11 +639,13 @@ func testCancelQueued(t *testing.T, f *fixture) {
 	}
 	f.member.Put(t, "/api/v1/projects/alpha/cancel-queued?tag=a", map[string]any{"tag": "b"}).Fail(t, http.StatusUnprocessableEntity)
 	// Without a tag: every planning or queued job of the project.
+	// A dependent of a cancelled job is cancelled with it, and listed.
 	f.member.Put(t, "/api/v1/projects/alpha/cancel-queued", nil).JSON(t, http.StatusOK, &res)
-	if !slices.Equal(res.Cancelled, []string{qb.ID}) || res.Tag != nil {
-		t.Errorf("no tag: got %+v, want [%s]", res, qb.ID)
+	if !slices.Equal(res.Cancelled, []string{qb.ID, dep.ID}) || res.Tag != nil {
+		t.Errorf("no tag: got %+v, want [%s %s]", res, qb.ID, dep.ID)
 	}
-	want := map[string]string{run.ID: "running", qa.ID: "cancelled", qb.ID: "cancelled", plan.ID: "cancelled", other.ID: "queued"}
+	want := map[string]string{run.ID: "running", qa.ID: "cancelled", qb.ID: "cancelled", plan.ID: "cancelled",
+		dep.ID: "cancelled", other.ID: "queued"}
 	for jobID, st := range want {
 		if got := getJob(t, f.member, jobID); got.Status != st {
 			t.Errorf("job %s: got %s, want %s", jobID, got.Status, st)
@@ -652,6 +656,16 @@ func testCancelQueued(t *testing.T, f *fixture) {
 		t.Errorf("cancelled job: got summary %s error %v", c.Summary, c.Error)
 	}
 	f.member.Put(t, "/api/v1/projects/nope/cancel-queued", nil).Fail(t, http.StatusNotFound)
+	// Their holds are settled: nothing was used, everything released.
+	for _, jobID := range []string{qa.ID, qb.ID, plan.ID, dep.ID} {
+		h, err := f.e.Store.HoldGetByJob(t.Context(), jobID)
+		if err != nil || h.Status != store.HoldReleased || h.CapturedMicros != 0 {
+			t.Errorf("hold of %s: got %+v, %v; want released", jobID, h, err)
+		}
+	}
+	if h, err := f.e.Store.HoldGetByJob(t.Context(), run.ID); err != nil || h.Status != store.HoldActive {
+		t.Errorf("hold of the running job: got %+v, %v; want active", h, err)
+	}
 }
 
 // startJob claims the first task of the job (the only queued work when the

@@ -7,15 +7,17 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
 // CancelQueued cancels the project's jobs that have not started: those
 // planning or queued, with tag when it is set (spec 3.1). Running jobs are
-// left alone. Each job is cancelled in its own transaction, its tasks
-// first (the store's lock order); a job that started meanwhile is skipped.
-// It returns the ids of the jobs it cancelled, oldest first.
+// left alone. Each job is cancelled in its own transaction, as Cancel
+// cancels one (tasks first, hold settled, dependents cancelled too); a job
+// that started meanwhile is skipped. It returns the ids of the jobs it
+// cancelled, oldest first (ties by id).
 func (s *Service) CancelQueued(ctx context.Context, accountID string, p *store.Project, tag string) ([]string, error) {
 	jobs, _, err := s.store.JobList(ctx, &store.JobListParams{AccountID: accountID, ProjectID: p.ID, Tag: tag,
 		Statuses: []store.JobStatus{store.JobPlanning, store.JobQueued}})
@@ -29,12 +31,22 @@ func (s *Service) CancelQueued(ctx context.Context, accountID string, p *store.P
 	}
 	cancelled := []string{}
 	kill := false
+	started := s.clock.Now()
 	for _, j := range jobs {
 		now := s.clock.Now()
 		var running []string
 		err := s.store.InTx(ctx, func(q store.Querier) error {
-			var err error
+			// As Cancel does: tasks before the job (the store's lock
+			// order), attempts metered, the hold settled and dependents
+			// cancelled with the job.
+			atts, err := q.AttemptList(ctx, j.ID)
+			if err != nil {
+				return err
+			}
 			if running, err = q.TaskCancelOpen(ctx, j.ID, now); err != nil {
+				return err
+			}
+			if err := s.meterCancelled(ctx, q, j, atts, now); err != nil {
 				return err
 			}
 			tasks, err := q.TaskList(ctx, j.ID)
@@ -51,15 +63,28 @@ func (s *Service) CancelQueued(ctx context.Context, accountID string, p *store.P
 				Summary: summary, Now: now}); err != nil {
 				return err
 			}
+			if err := billing.Settle(ctx, q, j.ID, now); err != nil {
+				return err
+			}
 			data, _ := json.Marshal(map[string]any{"reason": reason, "via": "cancel_queued", "tag": tag,
 				"killed_attempts": len(running)})
-			return q.JobEventCreate(ctx, &store.JobEvent{ID: id.New(id.Event), JobID: j.ID, Kind: "job.cancelled",
-				Data: data, CreatedAt: now})
+			if err := q.JobEventCreate(ctx, &store.JobEvent{ID: id.New(id.Event), JobID: j.ID, Kind: "job.cancelled",
+				Data: data, CreatedAt: now}); err != nil {
+				return err
+			}
+			_, err = s.settleDependents(ctx, q, j.ID, now)
+			return err
 		})
-		switch {
-		case errors.Is(err, store.ErrConflict):
-			continue // it started or ended meanwhile: no longer queued
-		case err != nil:
+		if errors.Is(err, store.ErrConflict) {
+			// It moved on meanwhile. A dependent cancelled along with an
+			// earlier job of this call still counts as cancelled by it.
+			if cur, gerr := s.store.JobGetByID(ctx, j.ID); gerr == nil && cur.Status == store.JobCancelled &&
+				cur.FinishedAt != nil && !cur.FinishedAt.Before(started) {
+				cancelled = append(cancelled, j.ID)
+			}
+			continue
+		}
+		if err != nil {
 			return cancelled, fmt.Errorf("cancel job %s: %w", j.ID, err)
 		}
 		cancelled = append(cancelled, j.ID)

@@ -196,10 +196,14 @@ func (c *Controller) assignment(ctx context.Context, t *store.Task, a *store.Att
 	if !ok {
 		return nil, fmt.Errorf("revision of job %s has no image digest", t.JobID)
 	}
+	payload, err := c.jobs.AttemptPayload(ctx, rs, t, a)
+	if err != nil {
+		return nil, err
+	}
 	return &agentproto.Assignment{
 		AttemptID: a.ID, TaskID: t.ID, JobID: t.JobID, ProjectID: rs.Job.ProjectID,
 		ImageDigest: rs.ImageDigest, ImageLayoutDir: filepath.Join(c.cfg.ImagesDir, hex),
-		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: t.Payload,
+		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: payload,
 		CPU: t.CPU, MemoryMB: t.MemoryMB, TimeoutS: int(rs.Request.TimeoutS),
 	}, nil
 }

@@ -74,6 +74,7 @@ func (s *Service) AttemptProgress(ctx context.Context, a *store.Attempt, progres
 	p := &store.TaskSetProgressParams{TaskID: a.TaskID, Now: s.clock.Now()}
 	if len(progress) > 0 {
 		p.Progress = progress
+		p.Checkpoint = checkpointOf(progress)
 	}
 	if tail != "" {
 		p.OutputTail = &tail
@@ -130,6 +131,7 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 	}
 	if len(progress) > 0 {
 		p.Progress = progress
+		p.Checkpoint = checkpointOf(progress)
 	}
 	switch d.Task {
 	case store.TaskSucceeded:
@@ -167,6 +169,11 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 		}
 		if !d.Task.IsTerminal() {
 			return nil
+		}
+		if d.Task == store.TaskFailed && sub.ReliabilityMode == apiv1.ReliabilityStrictComplete {
+			if err := s.abortStrict(ctx, q, j, a.TaskID, now); err != nil {
+				return err
+			}
 		}
 		return s.endIfDone(ctx, q, j, now)
 	})
@@ -211,8 +218,19 @@ func (s *Service) endIfDone(ctx context.Context, q store.Querier, j *store.Job, 
 	}
 	c := summary.TaskOutcomeCounts
 	to, msg, action := store.JobCompleted, "", ""
+	strict := false
+	if sub, err := Request(j); err == nil {
+		strict = sub.ReliabilityMode == apiv1.ReliabilityStrictComplete
+	}
 	switch {
 	case c.Succeeded == int64(len(tasks)):
+	case c.Succeeded > 0 && strict:
+		to = store.JobFailed
+		msg = fmt.Sprintf("reliability_mode strict_complete: %d of %d tasks did not succeed, so the job failed as a whole", c.Failed+c.Cancelled, len(tasks))
+		if first := firstFailure(tasks); first != "" {
+			msg += "; first failure: " + first
+		}
+		action = "Read GET /api/v1/jobs/" + j.ID + "/tasks for the failed task's error and failure payload, fix it, and resubmit the job."
 	case c.Succeeded > 0:
 		to = store.JobPartial
 		msg = fmt.Sprintf("%d of %d tasks did not succeed (%d failed, %d cancelled)", c.Failed+c.Cancelled, len(tasks), c.Failed, c.Cancelled)
@@ -237,6 +255,13 @@ func (s *Service) endIfDone(ctx context.Context, q store.Querier, j *store.Job, 
 	}
 	if err := s.event(ctx, q, j.ID, "", "", "job."+string(to), map[string]any{"task_outcome_counts": c}, now); err != nil {
 		return err
+	}
+	if to == store.JobCompleted || to == store.JobPartial {
+		ended := *j
+		ended.Status = to
+		if err := s.publish(ctx, q, &ended, summary, now); err != nil {
+			return err
+		}
 	}
 	_, err = s.settleDependents(ctx, q, j.ID, now)
 	return err
@@ -270,4 +295,24 @@ func (s *Service) event(ctx context.Context, q store.Querier, jobID, taskID, att
 	}
 	return q.JobEventCreate(ctx, &store.JobEvent{ID: id.New(id.Event), JobID: jobID, TaskID: taskID, AttemptID: attemptID,
 		Kind: kind, Data: raw, CreatedAt: at})
+}
+
+// abortStrict ends a strict_complete job's other work once one of its tasks
+// failed for good: the job can no longer complete, so its open tasks are
+// cancelled (running ones killed, and metered like any cancel) instead of
+// spending more of its hold. The caller then ends the job as failed.
+func (s *Service) abortStrict(ctx context.Context, q store.Querier, j *store.Job, failedTask string, now time.Time) error {
+	atts, err := q.AttemptList(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	killed, err := q.TaskCancelOpen(ctx, j.ID, now)
+	if err != nil {
+		return err
+	}
+	if err := s.meterCancelled(ctx, q, j, atts, now); err != nil {
+		return err
+	}
+	return s.event(ctx, q, j.ID, failedTask, "", "job.strict_abort",
+		map[string]any{"reason": "a task failed under reliability_mode strict_complete", "killed_attempts": len(killed)}, now)
 }

@@ -71,7 +71,7 @@ func marshalSummary(s Summary) (json.RawMessage, error) {
 }
 
 // completeSummary returns a stored summary with every field of Summary
-// present (a missing one takes its empty value), and false when nothing
+// present (a missing or null one takes its empty value), and false when nothing
 // usable was stored. Fields it does not know (a leaderboard, billing) are
 // kept.
 func completeSummary(stored json.RawMessage) (json.RawMessage, bool) {
@@ -88,7 +88,9 @@ func completeSummary(stored json.RawMessage) (json.RawMessage, bool) {
 		return nil, false
 	}
 	for k, v := range defaults {
-		if _, ok := m[k]; !ok {
+		// A stored null where the API promises an object or a count is
+		// filled in too; aggregate_result alone may be null.
+		if cur, ok := m[k]; !ok || (k != "aggregate_result" && string(cur) == "null") {
 			m[k] = v
 		}
 	}

@@ -32,7 +32,7 @@ func TestCompleteSummary(t *testing.T) {
 	if _, ok := completeSummary(json.RawMessage(`{}`)); ok {
 		t.Error("an empty stored summary: got usable, want false")
 	}
-	raw, ok := completeSummary(json.RawMessage(`{"task_outcome_counts":{"succeeded":1},"leaderboard":[1]}`))
+	raw, ok := completeSummary(json.RawMessage(`{"task_outcome_counts":{"succeeded":1},"leaderboard":[1],"aggregate_aliases":null}`))
 	if !ok {
 		t.Fatal("got unusable")
 	}

@@ -138,6 +138,10 @@ type Task struct {
 	// OutputTail is the last ~1000 bytes of stdout and stderr of the latest
 	// attempt that reported any (live_feedback.output_tail).
 	OutputTail string
+	// Checkpoint is the latest checkpoint the runner reported, kept across
+	// attempts; ResumeState is what the latest attempt was resumed from.
+	Checkpoint  json.RawMessage
+	ResumeState json.RawMessage
 	// CPU, MemoryMB and GPUs are the resolved requirements the dispatcher
 	// matches against a host's free capacity.
 	CPU         float64
@@ -261,6 +265,7 @@ type AttemptFinishParams struct {
 	ErrorText     *string
 	OutputTail    *string         // replaces the task's output tail when set
 	Progress      json.RawMessage // replaces latest_progress when set
+	Checkpoint    json.RawMessage // replaces the checkpoint when set
 	RetriesUsed   int64           // new counters of the task
 	InfraRequeues int64
 	DeclaredInfra int64
@@ -277,6 +282,8 @@ type TaskSetProgressParams struct {
 	Output   *string         // replaces the output when set
 	// OutputTail replaces the live output tail when set.
 	OutputTail *string
+	// Checkpoint replaces the task's checkpoint when set.
+	Checkpoint json.RawMessage
 	Now        time.Time
 }
 
@@ -319,6 +326,8 @@ type JobStore interface {
 	// TaskSetProgress records a running task's latest progress and output;
 	// ErrConflict when the task is not running.
 	TaskSetProgress(ctx context.Context, p *TaskSetProgressParams) error
+	// TaskSetResumeState records what a task's new attempt resumes from.
+	TaskSetResumeState(ctx context.Context, taskID string, state json.RawMessage) error
 	// TaskCancelOpen cancels every non-terminal task of a job, and its
 	// assigned or running attempts, and returns the ids of those attempts
 	// (sorted), to be killed.

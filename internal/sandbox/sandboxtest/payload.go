@@ -31,6 +31,9 @@ type Payload struct {
 	NoResult     bool   `json:"no_result,omitempty"`
 	FailureClass string `json:"failure_class,omitempty"` // echoed into the result
 
+	ExitUnlessResumed int      `json:"exit_unless_resumed,omitempty"` // exit code unless the payload has _resume
+	Echo              []string `json:"echo,omitempty"`                // payload fields copied into the result
+
 	ResultPad  int  `json:"result_pad,omitempty"` // bytes of padding in the result
 	AllocMB    int  `json:"alloc_mb,omitempty"`
 	IgnoreTerm bool `json:"ignore_term,omitempty"`

@@ -343,18 +343,19 @@ func (q *queries) ProjectActiveJobCount(ctx context.Context, projectID string) (
 func scanTask(s scanner) (*store.Task, error) {
 	var t store.Task
 	var status, payload, meta, reqs string
-	var result, progress sql.NullString
+	var result, progress, checkpoint, resume sql.NullString
 	var exit, started, completed sql.NullInt64
 	var submitted, updated int64
 	if err := s.Scan(&t.ID, &t.JobID, &t.Index, &status, &payload, &meta, &reqs, &t.Priority, &t.RetriesUsed,
 		&t.InfraRequeues, &t.DeclaredInfra, &t.Attempts, &result, &t.Output, &t.ErrorText, &progress, &exit,
 		&t.LastHostID, &submitted, &started, &completed, &updated, &t.CPU, &t.MemoryMB, &t.GPUs,
-		&t.OutputTail); err != nil {
+		&t.OutputTail, &checkpoint, &resume); err != nil {
 		return nil, err
 	}
 	t.Status = store.TaskStatus(status)
 	t.Payload, t.Meta, t.Requirements = []byte(payload), []byte(meta), []byte(reqs)
 	t.Result, t.LatestProgress = fromNullJSON(result), fromNullJSON(progress)
+	t.Checkpoint, t.ResumeState = fromNullJSON(checkpoint), fromNullJSON(resume)
 	t.ExitCode = fromNullInt(exit)
 	t.SubmittedAt, t.UpdatedAt = fromMicros(submitted), fromMicros(updated)
 	t.StartedAt, t.CompletedAt = fromNullMicros(started), fromNullMicros(completed)
@@ -372,6 +373,19 @@ func (q *queries) TaskList(ctx context.Context, jobID string) ([]*store.Task, er
 func (q *queries) TaskGet(ctx context.Context, id string) (*store.Task, error) {
 	t, err := scanTask(q.read.QueryRowContext(ctx, q.sql("TaskGet"), id))
 	return t, q.mapErr(err)
+}
+
+func (q *queries) TaskSetResumeState(ctx context.Context, taskID string, state json.RawMessage) error {
+	res, err := q.write.ExecContext(ctx, q.sql("TaskSetResumeState"), taskID, nullJSON(state))
+	if err != nil {
+		return q.mapErr(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
 }
 
 func (q *queries) TaskCountByStatus(ctx context.Context, jobID string) (map[store.TaskStatus]int64, error) {
@@ -421,7 +435,7 @@ func (q *queries) TaskClaim(ctx context.Context, p *store.TaskClaimParams) (*sto
 
 func (q *queries) TaskSetProgress(ctx context.Context, p *store.TaskSetProgressParams) error {
 	res, err := q.write.ExecContext(ctx, q.sql("TaskSetProgress"), p.TaskID, nullJSON(p.Progress),
-		nullString(p.Output), micros(p.Now), nullString(p.OutputTail))
+		nullString(p.Output), micros(p.Now), nullString(p.OutputTail), nullJSON(p.Checkpoint))
 	if err != nil {
 		return q.mapErr(err)
 	}
@@ -577,7 +591,7 @@ func (q *queries) AttemptFinish(ctx context.Context, p *store.AttemptFinishParam
 		res, err := q.write.ExecContext(ctx, q.sql("TaskFinishAttempt"), p.AttemptID, string(p.TaskStatus),
 			p.RetriesUsed, p.InfraRequeues, p.DeclaredInfra, nullJSON(p.Result), nullString(p.Output),
 			nullString(p.ErrorText), nullInt(p.ExitCode), completed, micros(p.Now), nullString(p.OutputTail),
-			nullJSON(p.Progress))
+			nullJSON(p.Progress), nullJSON(p.Checkpoint))
 		if err != nil {
 			return fmt.Errorf("finish task: %w", q.mapErr(err))
 		}

@@ -23,7 +23,7 @@ WHERE id = (
         FOR UPDATE OF t SKIP LOCKED)
 RETURNING id, job_id, idx, status, payload, meta, requirements, priority, retries_used, infra_requeues,
           declared_infra, attempts, result, output, error, latest_progress, exit_code, last_host_id,
-          submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail;
+          submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail, checkpoint, resume_state;
 
 -- name: AccountLock
 -- Locks the account row until the transaction ends: reservations against

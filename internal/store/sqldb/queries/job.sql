@@ -107,13 +107,13 @@ SELECT COUNT(*) FROM jobs WHERE project_id = $1 AND status IN ('planning', 'queu
 -- name: TaskList
 SELECT id, job_id, idx, status, payload, meta, requirements, priority, retries_used, infra_requeues,
        declared_infra, attempts, result, output, error, latest_progress, exit_code, last_host_id,
-       submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail
+       submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail, checkpoint, resume_state
 FROM tasks WHERE job_id = $1 ORDER BY idx;
 
 -- name: TaskGet
 SELECT id, job_id, idx, status, payload, meta, requirements, priority, retries_used, infra_requeues,
        declared_infra, attempts, result, output, error, latest_progress, exit_code, last_host_id,
-       submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail
+       submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail, checkpoint, resume_state
 FROM tasks WHERE id = $1;
 
 -- name: TaskExists
@@ -144,7 +144,7 @@ WHERE id = (
   AND status = 'queued'
 RETURNING id, job_id, idx, status, payload, meta, requirements, priority, retries_used, infra_requeues,
           declared_infra, attempts, result, output, error, latest_progress, exit_code, last_host_id,
-          submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail;
+          submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail, checkpoint, resume_state;
 
 -- name: AttemptCreate
 INSERT INTO attempts (id, task_id, job_id, number, status, host_id, resource_profile, assigned_at, updated_at)
@@ -154,7 +154,7 @@ RETURNING id, task_id, job_id, number, status, host_id, resource_profile, exit_c
 
 -- name: TaskSetProgress
 UPDATE tasks SET latest_progress = COALESCE($2, latest_progress), output = COALESCE($3, output),
-       output_tail = COALESCE($5, output_tail), updated_at = $4
+       output_tail = COALESCE($5, output_tail), checkpoint = COALESCE($6, checkpoint), updated_at = $4
 WHERE id = $1 AND status = 'running';
 
 -- name: TaskCancelOpen
@@ -214,7 +214,8 @@ WHERE id = $1 AND status = 'assigned';
 UPDATE tasks SET status = $2, retries_used = $3, infra_requeues = $4, declared_infra = $5,
        result = COALESCE($6, result), output = COALESCE($7, output), error = COALESCE($8, error),
        exit_code = COALESCE($9, exit_code), completed_at = $10, updated_at = $11,
-       output_tail = COALESCE($12, output_tail), latest_progress = COALESCE($13, latest_progress)
+       output_tail = COALESCE($12, output_tail), latest_progress = COALESCE($13, latest_progress),
+       checkpoint = COALESCE($14, checkpoint)
 WHERE id = (SELECT task_id FROM attempts WHERE id = $1 AND status IN ('assigned', 'running'))
   AND status = 'running';
 
@@ -246,3 +247,6 @@ WHERE d.depends_on = $1 AND j.status = 'planning' ORDER BY d.job_id;
 -- The status of every job that job $1 depends on.
 SELECT d.depends_on, j.status FROM job_deps d JOIN jobs j ON j.id = d.depends_on
 WHERE d.job_id = $1 ORDER BY d.depends_on;
+
+-- name: TaskSetResumeState
+UPDATE tasks SET resume_state = $2 WHERE id = $1;

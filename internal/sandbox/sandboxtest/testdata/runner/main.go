@@ -48,6 +48,13 @@ type payload struct {
 	IgnoreTerm bool `json:"ignore_term"`
 	SleepMS    int  `json:"sleep_ms"`
 	Exit       int  `json:"exit"`
+	// ExitUnlessResumed is the exit code of an attempt whose payload has
+	// no _resume (a first attempt of a checkpointed task); a resumed one
+	// exits 0.
+	ExitUnlessResumed int `json:"exit_unless_resumed"`
+	// Echo copies these payload fields to the top level of the result, so
+	// that merges and rankings have fields to read.
+	Echo []string `json:"echo"`
 }
 
 // flockStep coordinates two runners through files in the shared cache dir:
@@ -184,6 +191,9 @@ func run() error {
 	if p.SleepMS > 0 {
 		time.Sleep(time.Duration(p.SleepMS) * time.Millisecond)
 	}
+	if p.ExitUnlessResumed != 0 && !resumed(raw) {
+		os.Exit(p.ExitUnlessResumed)
+	}
 	os.Exit(p.Exit)
 	return nil
 }
@@ -226,6 +236,19 @@ func writeResult(p payload, r report) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
+	}
+	if len(p.Echo) > 0 {
+		var out, in map[string]json.RawMessage
+		_ = json.Unmarshal(b, &out)
+		_ = json.Unmarshal(r.Payload, &in)
+		for _, k := range p.Echo {
+			if v, ok := in[k]; ok {
+				out[k] = v
+			}
+		}
+		if b, err = json.Marshal(out); err != nil {
+			return fmt.Errorf("encode result: %w", err)
+		}
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("write result: %w", err)
@@ -287,4 +310,10 @@ func doFlock(s flockStep) string {
 		}
 	}
 	return "unknown role " + s.Role
+}
+
+// resumed reports whether the payload carries a _resume checkpoint.
+func resumed(raw []byte) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && len(m["_resume"]) > 0
 }

@@ -136,8 +136,11 @@ type Task struct {
 
 	LiveFeedback   *LiveFeedback   `json:"live_feedback"` // running tasks only
 	LatestProgress json.RawMessage `json:"latest_progress"`
-	Checkpoint     json.RawMessage `json:"checkpoint"`   // reserved: null
-	ResumeState    json.RawMessage `json:"resume_state"` // reserved: null
+	// Checkpoint is the latest checkpoint the runner reported (the
+	// "checkpoint" member of a SKIFF_PROGRESS line), kept across attempts;
+	// ResumeState what the latest attempt resumed from. Null when none.
+	Checkpoint  json.RawMessage `json:"checkpoint"`
+	ResumeState json.RawMessage `json:"resume_state"`
 
 	// RuntimeS is the time the task's attempts have run (started to end,
 	// or to now while running), summed; queue time is not included.

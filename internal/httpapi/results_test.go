@@ -172,7 +172,8 @@ func testExecutionViews(t *testing.T, f *fixture) {
 	f.e.Clock.Advance(3 * time.Second)
 	tail, partial := "step 5\n", "partial\n"
 	if err := f.e.Store.TaskSetProgress(t.Context(), &store.TaskSetProgressParams{TaskID: a0b.TaskID,
-		Progress: json.RawMessage(`{"pct":50}`), Output: &partial, OutputTail: &tail, Now: f.e.Clock.Now()}); err != nil {
+		Progress: json.RawMessage(`{"pct":50,"checkpoint":{"step":5}}`), Checkpoint: json.RawMessage(`{"step":5}`),
+		Output: &partial, OutputTail: &tail, Now: f.e.Clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	_, a1 := claimTask(t, f, "wkr_bbb", secretProfile)
@@ -181,7 +182,8 @@ func testExecutionViews(t *testing.T, f *fixture) {
 		t.Errorf("tasks answer shows host names or paths: %s", body)
 	}
 	t0 := ts[0]
-	if t0.Status != "running" || t0.LiveFeedback == nil || t0.LiveFeedback.OutputTail != tail || string(t0.LatestProgress) != `{"pct":50}` ||
+	if t0.Status != "running" || t0.LiveFeedback == nil || t0.LiveFeedback.OutputTail != tail ||
+		string(t0.LatestProgress) != `{"pct":50,"checkpoint":{"step":5}}` || string(t0.Checkpoint) != `{"step":5}` ||
 		t0.HealthStatus == nil || *t0.HealthStatus != "healthy" || *t0.StaleForS != 0 || t0.RuntimeS != 3 || len(t0.Attempts) != 1 {
 		t.Errorf("running task: got %s", mustJSON(t, t0))
 	}

@@ -167,7 +167,8 @@ func TaskView(t *store.Task, attempts []*store.Attempt, now time.Time) apiv1.Tas
 		Requirements:  jsonOrEmpty(t.Requirements),
 		ResultPresent: hasJSON(t.Result), OutputPresent: t.Output != "", Output: t.Output, Error: taskError(t),
 		Result: jsonOrNull(t.Result), ExitCode: t.ExitCode, ResultWarnings: []string{},
-		LatestProgress: jsonOrNull(t.LatestProgress), StartedAt: t.StartedAt, CompletedAt: t.CompletedAt,
+		LatestProgress: jsonOrNull(t.LatestProgress), Checkpoint: jsonOrNull(t.Checkpoint), ResumeState: jsonOrNull(t.ResumeState),
+		StartedAt: t.StartedAt, CompletedAt: t.CompletedAt,
 		RetriesUsed: t.RetriesUsed, InfraRequeues: t.InfraRequeues, Attempts: make([]apiv1.TaskAttempt, 0, len(attempts)),
 	}
 	v.ChunkIndex, v.ChunkCount, v.SeedRange = chunkMeta(t.Meta)

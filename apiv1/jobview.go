@@ -145,8 +145,8 @@ type Task struct {
 	// RuntimeS is the time the task's attempts have run (started to end,
 	// or to now while running), summed; queue time is not included.
 	RuntimeS float64 `json:"runtime_s"`
-	// StaleForS is how long ago a running task last reported (start,
-	// progress or output); null unless running.
+	// StaleForS is how long ago a running task was placed or last reported
+	// progress or output; null unless running.
 	StaleForS *float64 `json:"stale_for_s"`
 	// HealthStatus is "starting", "healthy" or "stale" for a running task
 	// (see docs/jobs.md), null otherwise.

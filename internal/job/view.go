@@ -22,8 +22,9 @@ const (
 	MaxErrorChars = 1000
 	// ErrorSnippetChars is how much of a job's error its list entry shows.
 	ErrorSnippetChars = 120
-	// StaleAfter is how long a running task may go without reporting
-	// (start, progress, output) before its health_status says "stale".
+	// StaleAfter is how long a running task may go without a sign of life
+	// (its placement, progress, output: the task's updated_at) before its
+	// health_status says "stale".
 	StaleAfter = 5 * time.Minute
 )
 

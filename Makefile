@@ -8,7 +8,7 @@ VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/skiffhq/skiff/internal/cli.Version=$(VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: setup build run test test-short bench vet clean
+.PHONY: setup build run test test-short bench bench-go vet clean
 
 setup:
 	@bash scripts/setup.sh
@@ -30,7 +30,14 @@ test: setup
 test-short:
 	$(GO) test -short ./...
 
-bench: build
+# `skiff bench` (docs/bench.md): job latency over bare gVisor and submissions
+# per second, against a throwaway server; about a minute. BENCH_FLAGS passes
+# flags, e.g. make bench BENCH_FLAGS='--jobs 100 --json'.
+bench: setup build
+	./$(BIN) bench $(BENCH_FLAGS)
+
+# The Go benchmarks, once each (the build ones take minutes).
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 
 vet:

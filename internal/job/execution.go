@@ -98,7 +98,7 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 	if err != nil {
 		return fmt.Errorf("job of attempt %s: %w", a.ID, err)
 	}
-	sub, err := Request(j)
+	sub, err := s.request(j)
 	if err != nil {
 		return err
 	}
@@ -194,12 +194,8 @@ func (s *Service) endIfDone(ctx context.Context, q store.Querier, j *store.Job, 
 	if err := q.JobTouch(ctx, j.ID, now); err != nil {
 		return err
 	}
-	counts, err := q.TaskCountByStatus(ctx, j.ID)
-	if err != nil {
+	if open, err := q.TaskOpenExists(ctx, j.ID); err != nil || open {
 		return err
-	}
-	if counts[store.TaskQueued]+counts[store.TaskRunning] > 0 {
-		return nil
 	}
 	tasks, err := q.TaskList(ctx, j.ID)
 	if err != nil {
@@ -219,7 +215,7 @@ func (s *Service) endIfDone(ctx context.Context, q store.Querier, j *store.Job, 
 	c := summary.TaskOutcomeCounts
 	to, msg, action := store.JobCompleted, "", ""
 	strict := false
-	if sub, err := Request(j); err == nil {
+	if sub, err := s.request(j); err == nil {
 		strict = sub.ReliabilityMode == apiv1.ReliabilityStrictComplete
 	}
 	switch {

@@ -22,7 +22,7 @@ import (
 
 // publish writes the job's published values in q's transaction.
 func (s *Service) publish(ctx context.Context, q store.Querier, j *store.Job, sum Summary, now time.Time) error {
-	sub, err := Request(j)
+	sub, err := s.request(j)
 	if err != nil || len(sub.Publish) == 0 {
 		return err
 	}

@@ -26,7 +26,7 @@ type RunSpec struct {
 // stays as it was when the job was submitted even if the project is pushed
 // again, and the project's current env.
 func (s *Service) RunSpec(ctx context.Context, j *store.Job) (*RunSpec, error) {
-	sub, err := Request(j)
+	sub, err := s.request(j)
 	if err != nil {
 		return nil, err
 	}

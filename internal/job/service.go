@@ -33,6 +33,8 @@ type Service struct {
 	// wake tells the dispatcher that work or cancellations are waiting, so
 	// that a host long-polling for work hears of it at once.
 	wake func()
+	// requests caches decoded submissions for execution (requestcache.go).
+	requests requestCache
 }
 
 // Config wires a Service.
@@ -367,7 +369,7 @@ func (s *Service) meterCancelled(ctx context.Context, q store.Querier, j *store.
 			continue
 		}
 		if timeoutS == 0 {
-			sub, err := Request(j)
+			sub, err := s.request(j)
 			if err != nil {
 				return err
 			}

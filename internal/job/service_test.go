@@ -28,7 +28,7 @@ type bundle struct {
 
 // setup gives a fresh store with one account and one project; published
 // says whether the project has a published revision.
-func setup(t *testing.T, published bool) *bundle {
+func setup(t testing.TB, published bool) *bundle {
 	t.Helper()
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "skiff.db"))
 	if err != nil {
@@ -42,7 +42,7 @@ func setup(t *testing.T, published bool) *bundle {
 }
 
 // setupOn is setup over a migrated store.
-func setupOn(t *testing.T, db store.Store, published bool) *bundle {
+func setupOn(t testing.TB, db store.Store, published bool) *bundle {
 	t.Helper()
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	ctx := t.Context()
@@ -76,7 +76,7 @@ func setupOn(t *testing.T, db store.Store, published bool) *bundle {
 	return &bundle{svc: svc, store: db, account: a.ID, project: p}
 }
 
-func decode(t *testing.T, body string) *apiv1.JobSubmit {
+func decode(t testing.TB, body string) *apiv1.JobSubmit {
 	t.Helper()
 	js, err := submit.Decode([]byte(body))
 	if err != nil {

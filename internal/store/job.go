@@ -320,6 +320,8 @@ type JobStore interface {
 	// TaskCountByStatus counts a job's tasks per status (absent: none), so
 	// that finishing one task of a large job need not list them all.
 	TaskCountByStatus(ctx context.Context, jobID string) (map[TaskStatus]int64, error)
+	// TaskOpenExists reports whether the job has a queued or running task.
+	TaskOpenExists(ctx context.Context, jobID string) (bool, error)
 	// TaskClaim assigns the best queued task to a host, creating its attempt;
 	// ErrNotFound when nothing is queued.
 	TaskClaim(ctx context.Context, p *TaskClaimParams) (*Task, *Attempt, error)

@@ -388,6 +388,12 @@ func (q *queries) TaskSetResumeState(ctx context.Context, taskID string, state j
 	return nil
 }
 
+func (q *queries) TaskOpenExists(ctx context.Context, jobID string) (bool, error) {
+	var n int
+	err := q.read.QueryRowContext(ctx, q.sql("TaskOpenExists"), jobID).Scan(&n)
+	return n > 0, q.mapErr(err)
+}
+
 func (q *queries) TaskCountByStatus(ctx context.Context, jobID string) (map[store.TaskStatus]int64, error) {
 	rows, err := q.read.QueryContext(ctx, q.sql("TaskCountByStatus"), jobID)
 	if err != nil {

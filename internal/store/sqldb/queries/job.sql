@@ -250,3 +250,8 @@ WHERE d.job_id = $1 ORDER BY d.depends_on;
 
 -- name: TaskSetResumeState
 UPDATE tasks SET resume_state = $2 WHERE id = $1;
+
+-- name: TaskOpenExists
+-- Whether a job has a queued or running task left (tasks_job_status): the
+-- end of each task asks it, so it must not count them all.
+SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE job_id = $1 AND status IN ('queued', 'running') LIMIT 1) open;

@@ -1,0 +1,43 @@
+package job
+
+import (
+	"sync"
+
+	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// requestCache keeps decoded submissions by job id. The end of every task
+// reads its job's submission (max_retries, timeout_s, the merge), and a
+// 10,000-item fan-out's stored request is a megabyte of JSON: decoding it
+// per task made dispatch quadratic. The execution fields read through it
+// never change after admission (PATCH requirements edits only the
+// requirements, which the dispatcher reads from each task). Bounded: the
+// whole cache is dropped when full.
+type requestCache struct {
+	mu sync.Mutex
+	m  map[string]*submit.Submission
+}
+
+const requestCacheSize = 512
+
+// request is Request(j), cached.
+func (s *Service) request(j *store.Job) (*submit.Submission, error) {
+	s.requests.mu.Lock()
+	sub := s.requests.m[j.ID]
+	s.requests.mu.Unlock()
+	if sub != nil {
+		return sub, nil
+	}
+	sub, err := Request(j)
+	if err != nil {
+		return nil, err
+	}
+	s.requests.mu.Lock()
+	if s.requests.m == nil || len(s.requests.m) >= requestCacheSize {
+		s.requests.m = map[string]*submit.Submission{}
+	}
+	s.requests.m[j.ID] = sub
+	s.requests.mu.Unlock()
+	return sub, nil
+}

@@ -53,9 +53,14 @@ func (s *Service) settle(ctx context.Context, q store.Querier, id string, now ti
 			if _, err := q.TaskCancelOpen(ctx, id, now); err != nil {
 				return false, err
 			}
-			_, err := q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: id, From: []store.JobStatus{store.JobPlanning},
+			summary, err := s.cancelledSummary(ctx, q, id)
+			if err != nil {
+				return false, err
+			}
+			_, err = q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: id, From: []store.JobStatus{store.JobPlanning},
 				To: store.JobCancelled, Error: fmt.Sprintf("cancelled: dependency %s ended %s", d, st),
-				RecommendedAction: "Fix and resubmit the dependency, then resubmit this job with its new id in depends_on.", Now: now})
+				RecommendedAction: "Fix and resubmit the dependency, then resubmit this job with its new id in depends_on.",
+				Summary: summary, Now: now})
 			if errors.Is(err, store.ErrConflict) {
 				return false, nil // no longer planning: decided already
 			}
@@ -87,4 +92,17 @@ func (s *Service) settle(ctx context.Context, q store.Querier, id string, now ti
 	}
 	data, _ := json.Marshal(map[string]any{"reason": "dependencies ended", "depends_on": deps})
 	return true, s.event(ctx, q, id, "", "", "job.queued", json.RawMessage(data), now)
+}
+
+// cancelledSummary is the summary stored with a job cancelled before it ran.
+func (s *Service) cancelledSummary(ctx context.Context, q store.Querier, id string) (json.RawMessage, error) {
+	j, err := q.JobGetByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := q.TaskList(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(Summarize(j, tasks))
 }

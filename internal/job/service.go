@@ -290,9 +290,20 @@ func (s *Service) Cancel(ctx context.Context, accountID, jobID, reason string) (
 		if err := s.meterCancelled(ctx, q, j, atts, now); err != nil {
 			return err
 		}
+		// The summary is stored once here, so reading a cancelled job
+		// never re-reads its tasks.
+		tasks, err := q.TaskList(ctx, jobID)
+		if err != nil {
+			return err
+		}
+		summary, err := json.Marshal(Summarize(j, tasks, atts...))
+		if err != nil {
+			return err
+		}
 		job, err = q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: jobID,
 			From: []store.JobStatus{store.JobPlanning, store.JobQueued, store.JobRunning}, To: store.JobCancelled,
-			Error: "cancelled: " + reason, RecommendedAction: "Resubmit the job if you still need its results.", Now: now})
+			Error: "cancelled: " + reason, RecommendedAction: "Resubmit the job if you still need its results.",
+			Summary: summary, Now: now})
 		if err != nil {
 			return err
 		}

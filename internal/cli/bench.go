@@ -335,6 +335,10 @@ func (r *benchReport) writeText(w io.Writer) {
 		p("Single-job submissions over HTTP, %d clients, %d jobs (server without a local host: admission only):", t.Clients, t.Submissions)
 		p("  %.0f jobs/s in %.2f s; submit latency p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms",
 			t.JobsPerS, t.Seconds, t.Latency.P50MS, t.Latency.P95MS, t.Latency.P99MS, t.Latency.MaxMS)
+		if len(t.QuarterJobsPerS) == 4 {
+			q := t.QuarterJobsPerS
+			p("  rate by quarter of the submissions: %.0f, %.0f, %.0f, %.0f jobs/s", q[0], q[1], q[2], q[3])
+		}
 		p("  CPU per job: server %.0f us, this client %.0f us (%d CPUs shared by both)", t.ServerCPUUSPerJob, t.ClientCPUUSPerJob, r.CPUs)
 		p("Target %.0f jobs/s (on 2 cores with SQLite): %s", r.TargetJobsPerS, verdict(*r.ThroughputMet))
 	}

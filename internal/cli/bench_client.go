@@ -13,6 +13,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -355,6 +356,10 @@ type throughputResult struct {
 	Seconds     float64      `json:"seconds"`
 	JobsPerS    float64      `json:"jobs_per_s"`
 	Latency     *latencyStat `json:"latency"` // of each POST /api/v1/jobs
+	// QuarterJobsPerS is the rate over each quarter of the submissions, in
+	// the order they were answered: a rate that falls as jobs pile up
+	// shows a per-submission cost that grows with the queue.
+	QuarterJobsPerS []float64 `json:"quarter_jobs_per_s"`
 	// CPU time per admitted job, user plus system, over the timed part.
 	ServerCPUUSPerJob float64 `json:"server_cpu_us_per_job"`
 	ClientCPUUSPerJob float64 `json:"client_cpu_us_per_job"`
@@ -366,7 +371,7 @@ type throughputResult struct {
 func throughput(ctx context.Context, c *benchClient, serverPid int, f *benchFlags, progress func(string, ...any)) (*throughputResult, error) {
 	warm := min(f.submissions/10, 200)
 	progress("throughput: %d clients, %d warm-up and %d timed submissions", f.clients, warm, f.submissions)
-	if _, _, err := submitMany(ctx, c, f.clients, warm); err != nil {
+	if _, _, _, err := submitMany(ctx, c, f.clients, warm); err != nil {
 		return nil, err
 	}
 	serverCPU0, err := processCPU(serverPid)
@@ -374,7 +379,7 @@ func throughput(ctx context.Context, c *benchClient, serverPid int, f *benchFlag
 		return nil, err
 	}
 	selfCPU0 := selfCPU()
-	lats, elapsed, err := submitMany(ctx, c, f.clients, f.submissions)
+	lats, ends, elapsed, err := submitMany(ctx, c, f.clients, f.submissions)
 	if err != nil {
 		return nil, err
 	}
@@ -388,18 +393,41 @@ func throughput(ctx context.Context, c *benchClient, serverPid int, f *benchFlag
 	return &throughputResult{
 		Clients: f.clients, Submissions: f.submissions, Seconds: math.Round(elapsed.Seconds()*1000) / 1000,
 		JobsPerS: round1(n / elapsed.Seconds()), Latency: summarize(lats),
+		QuarterJobsPerS:   quarterRates(ends),
 		ServerCPUUSPerJob: perJob(serverCPU1 - serverCPU0), ClientCPUUSPerJob: perJob(selfCPU1 - selfCPU0),
 	}, nil
 }
 
+// quarterRates splits the answer times (since the start) into four equal
+// counts and returns the rate of each.
+func quarterRates(ends []time.Duration) []float64 {
+	if len(ends) < 4 {
+		return nil
+	}
+	s := slices.Clone(ends)
+	slices.Sort(s)
+	out := make([]float64, 4)
+	var prev time.Duration
+	for q := range 4 {
+		lo, hi := q*len(s)/4, (q+1)*len(s)/4
+		end := s[hi-1]
+		if d := end - prev; d > 0 {
+			out[q] = round1(float64(hi-lo) / d.Seconds())
+		}
+		prev = end
+	}
+	return out
+}
+
 // submitMany posts n submissions from clients goroutines and returns each
-// one's latency and the wall time of the lot.
-func submitMany(ctx context.Context, c *benchClient, clients, n int) ([]time.Duration, time.Duration, error) {
+// one's latency, when each was answered (since the start) and the wall
+// time of the lot.
+func submitMany(ctx context.Context, c *benchClient, clients, n int) (lats, ends []time.Duration, elapsed time.Duration, err error) {
 	if n == 0 {
-		return nil, 0, nil
+		return nil, nil, 0, nil
 	}
 	body := benchSubmission(0)
-	lats := make([]time.Duration, n)
+	lats, ends = make([]time.Duration, n), make([]time.Duration, n)
 	var next atomic.Int64
 	var firstErr error
 	var errOnce sync.Once
@@ -416,7 +444,7 @@ func submitMany(ctx context.Context, c *benchClient, clients, n int) ([]time.Dur
 				}
 				t := time.Now()
 				_, err := c.do(ctx, "POST", "/api/v1/jobs", "application/json", body, nil)
-				lats[i] = time.Since(t)
+				lats[i], ends[i] = time.Since(t), time.Since(start)
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })
 					cancel()
@@ -426,14 +454,14 @@ func submitMany(ctx context.Context, c *benchClient, clients, n int) ([]time.Dur
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed = time.Since(start)
 	if firstErr != nil {
-		return nil, 0, fmt.Errorf("throughput: %w", firstErr)
+		return nil, nil, 0, fmt.Errorf("throughput: %w", firstErr)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	return lats, elapsed, nil
+	return lats, ends, elapsed, nil
 }
 
 // processCPU is the user plus system CPU time of process pid so far, from

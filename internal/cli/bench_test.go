@@ -133,23 +133,24 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 
 	var rep struct {
-		CPUs         int    `json:"cpus"`
-		Store        string `json:"store"`
-		RunscVersion string `json:"runsc_version"`
-		Service      *benchStat  `json:"service"`
-		ServiceSeen  *benchStat  `json:"service_seen"`
-		BareRunsc    *benchStat  `json:"bare_runsc"`
-		HostDriver   *benchStat  `json:"host_driver"`
+		CPUs         int        `json:"cpus"`
+		Store        string     `json:"store"`
+		RunscVersion string     `json:"runsc_version"`
+		Service      *benchStat `json:"service"`
+		ServiceSeen  *benchStat `json:"service_seen"`
+		BareRunsc    *benchStat `json:"bare_runsc"`
+		HostDriver   *benchStat `json:"host_driver"`
 		Stages       *struct {
 			RunMS float64 `json:"started_to_completed_ms"`
 		} `json:"service_stages_p50"`
 		ServiceOverheadMS *float64 `json:"service_overhead_ms"`
 		OverheadMet       *bool    `json:"overhead_met"`
 		Throughput        *struct {
-			Clients     int     `json:"clients"`
-			Submissions int     `json:"submissions"`
-			JobsPerS    float64 `json:"jobs_per_s"`
-			Latency     *benchStat   `json:"latency"`
+			Clients     int        `json:"clients"`
+			Submissions int        `json:"submissions"`
+			JobsPerS    float64    `json:"jobs_per_s"`
+			Quarters    []float64  `json:"quarter_jobs_per_s"`
+			Latency     *benchStat `json:"latency"`
 		} `json:"throughput"`
 		ThroughputMet *bool `json:"throughput_met"`
 	}
@@ -172,7 +173,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("got no service overhead or verdict")
 	}
 	if tp := rep.Throughput; tp == nil || tp.Clients != 4 || tp.Submissions != 50 || tp.JobsPerS <= 0 ||
-		tp.Latency == nil || tp.Latency.N != 50 || rep.ThroughputMet == nil {
+		len(tp.Quarters) != 4 || tp.Latency == nil || tp.Latency.N != 50 || rep.ThroughputMet == nil {
 		t.Errorf("got throughput %+v, want 50 submissions from 4 clients with a rate, latencies and a verdict", tp)
 	}
 	// Progress went to stderr, and nothing was left behind.

@@ -56,7 +56,8 @@ func startBenchServer(ctx context.Context, p benchServerParams) (*benchServer, e
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a bench killed outright (SIGKILL) still stops its server.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err

@@ -194,6 +194,9 @@ type JobBatchEntry struct {
 	Payload json.RawMessage `json:"payload"`
 	Meta    json.RawMessage `json:"meta"`
 	Variant *string         `json:"variant,omitempty"`
+	// Replayed says the entry was admitted by an earlier request with the
+	// same Idempotency-Key and body; this one created nothing.
+	Replayed bool `json:"replayed"`
 }
 
 // JobBatchError is one refused job of a batch, in the error envelope's terms.

@@ -90,6 +90,34 @@ type JobSummary struct {
 	OutputPersisted   bool             `json:"output_persisted"`
 }
 
+// JobHold is summary.billing_hold: the hold a job's admission reserved.
+type JobHold struct {
+	ID          string     `json:"id"`
+	Status      string     `json:"status"` // active, released, captured, partially_captured, expired
+	AmountUSD   USD        `json:"amount_usd"`
+	CapturedUSD USD        `json:"captured_usd"`
+	SettledAt   *time.Time `json:"settled_at"`
+}
+
+// JobCost is summary.cost: what the job has cost so far.
+type JobCost struct {
+	// ChargedUSD is what the account pays for the job: once the job has
+	// ended and its hold settled, what the hold captured; before that, what
+	// its ended attempts were metered (running attempts are metered when
+	// they end).
+	ChargedUSD USD `json:"charged_usd"`
+	// MeteredUSD and BilledSeconds sum the job's metered attempts. A charge
+	// never exceeds the hold, so ChargedUSD may be below MeteredUSD.
+	MeteredUSD    USD   `json:"metered_usd"`
+	BilledSeconds int64 `json:"billed_seconds"`
+}
+
+// TaskCost is what one task's attempts were metered.
+type TaskCost struct {
+	BilledSeconds int64 `json:"billed_seconds"`
+	CostUSD       USD   `json:"cost_usd"`
+}
+
 // JobOutput answers GET /api/v1/jobs/:id/output.
 type JobOutput struct {
 	// Output is the tasks' stdout in index order, the first 10 KB of it.
@@ -155,9 +183,11 @@ type Task struct {
 	CompletedAt  *time.Time `json:"completed_at"`
 	// RetriesUsed counts failed attempts charged to max_retries;
 	// InfraRequeues the free requeues after platform failures.
-	RetriesUsed   int64         `json:"retries_used"`
-	InfraRequeues int64         `json:"infra_requeues"`
-	Attempts      []TaskAttempt `json:"attempts"`
+	RetriesUsed   int64 `json:"retries_used"`
+	InfraRequeues int64 `json:"infra_requeues"`
+	// Cost sums the task's metered attempts.
+	Cost     TaskCost      `json:"cost"`
+	Attempts []TaskAttempt `json:"attempts"`
 }
 
 // LiveFeedback is what a running task shows of itself.
@@ -181,6 +211,12 @@ type TaskAttempt struct {
 	ExitCode        *int64          `json:"exit_code"`
 	WorkerHandle    string          `json:"worker_handle"` // pseudonymous, wkr_...
 	ResourceProfile ResourceProfile `json:"resource_profile"`
+	// BilledSeconds and CostUSD are what the attempt was metered when it
+	// ended: at least 60 s and at most timeout_s of runtime. Zero while it
+	// runs, and for attempts the platform lost (lost hosts, controller
+	// restarts, exit-137 requeues, runner-declared infra failures).
+	BilledSeconds int64 `json:"billed_seconds"`
+	CostUSD       USD   `json:"cost_usd"`
 }
 
 // ResourceProfile is the hardware an attempt ran on; a field the worker did

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 )
@@ -137,7 +138,7 @@ func (f *Feed) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if err := f.Poll(ctx); err != nil && ctx.Err() == nil && f.Log != nil {
-			f.Log.Warn("price feed failed; keeping the last good rates", "url", f.URL, "err", err)
+			f.Log.Warn("price feed failed; keeping the last good rates", "url", RedactURL(f.URL), "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -145,6 +146,17 @@ func (f *Feed) Run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// RedactURL is u without its user info and query, fit for logs: a feed URL
+// may carry a token.
+func RedactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	p.User, p.RawQuery, p.Fragment = nil, "", ""
+	return p.String()
 }
 
 // Poll fetches the feed once.
@@ -161,7 +173,11 @@ func (f *Feed) Poll(ctx context.Context) error {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its message repeats the URL, token and all
+		}
+		return fmt.Errorf("get %s: %w", RedactURL(f.URL), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

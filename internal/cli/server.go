@@ -20,6 +20,7 @@ import (
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/job/submit"
 	"github.com/skiffhq/skiff/internal/project"
 )
 
@@ -31,6 +32,7 @@ type serverFlags struct {
 	logLevel     string
 	build        buildFlags
 	host         hostFlags
+	rates        rateFlags
 }
 
 // hostFlags configure the local host that runs tasks on this machine.
@@ -69,6 +71,7 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.Float64Var(&f.host.cpus, "host-cpus", 0, "CPU cores the local host lends tasks (0: all) (env SKIFF_HOST_CPUS)")
 	fs.Int64Var(&f.host.memoryMB, "host-memory-mb", 0, "memory in MiB the local host lends tasks (0: all) (env SKIFF_HOST_MEMORY_MB)")
 	fs.BoolVar(&f.host.disabled, "no-local-host", false, "run no local host: tasks wait for remote hosts (env SKIFF_NO_LOCAL_HOST)")
+	f.rates.register(fs)
 	return fs
 }
 
@@ -90,6 +93,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := f.rates.validate(); err != nil {
+		return err // before anything is opened
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -106,9 +112,15 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	clk := clock.System{}
 	authSvc := auth.New(db, clk)
 	bill := billing.New(db, clk)
+	prices, err := f.rates.source(ctx, log.With("component", "billing"))
+	if err != nil {
+		return err
+	}
+	bill.SetRates(prices)
 	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir})
 	defer projects.Close()
-	jobs := job.New(job.Config{Store: db, Clock: clk, Logger: log.With("component", "jobs")})
+	jobs := job.New(job.Config{Store: db, Clock: clk, Logger: log.With("component", "jobs"), Billing: bill,
+		Limits: submit.Limits{Presets: submit.DefaultPresets()}})
 	projects.SetJobs(jobs)
 	api := httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,

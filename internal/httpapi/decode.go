@@ -20,50 +20,58 @@ const MaxJSONBody = 1 << 20
 // object's raw fields, so handlers can refuse fields they must not accept.
 // An empty body decodes as {} when optional is true.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any, optional bool) (map[string]json.RawMessage, error) {
+	raw, _, err := decodeJSONBody(w, r, v, optional)
+	return raw, err
+}
+
+// decodeJSONBody is decodeJSON that also returns the body's exact bytes
+// (what an Idempotency-Key's request hash covers).
+func decodeJSONBody(w http.ResponseWriter, r *http.Request, v any, optional bool) (map[string]json.RawMessage, []byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxJSONBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, fault.New(fault.KindTooLarge, "body_too_large", "Send a body of at most 1 MiB.",
+			return nil, nil, fault.New(fault.KindTooLarge, "body_too_large", "Send a body of at most 1 MiB.",
 				"request body is larger than %d bytes", MaxJSONBody)
 		}
-		return nil, fault.New(fault.KindBadRequest, "unreadable_body", "Resend the request.", "could not read the request body")
+		return nil, nil, fault.New(fault.KindBadRequest, "unreadable_body", "Resend the request.", "could not read the request body")
 	}
+	exact := body
 	if len(strings.TrimSpace(string(body))) == 0 {
 		if optional {
 			body = []byte("{}")
 		} else {
-			return nil, fault.New(fault.KindBadRequest, "empty_body", "Send a JSON object body.", "request body is empty")
+			return nil, nil, fault.New(fault.KindBadRequest, "empty_body", "Send a JSON object body.", "request body is empty")
 		}
 	}
 	// JSON is UTF-8 (RFC 8259). encoding/json lets invalid bytes through into
 	// json.RawMessage fields, which PostgreSQL then refuses as text.
 	if !utf8.Valid(body) {
-		return nil, fault.New(fault.KindBadRequest, "malformed_json", "Send the body as UTF-8 encoded JSON.",
+		return nil, nil, fault.New(fault.KindBadRequest, "malformed_json", "Send the body as UTF-8 encoded JSON.",
 			"request body is not valid UTF-8")
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) || !json.Valid(body) {
-			return nil, fault.New(fault.KindBadRequest, "malformed_json", "Send a valid JSON object.",
+			return nil, nil, fault.New(fault.KindBadRequest, "malformed_json", "Send a valid JSON object.",
 				"request body is not valid JSON")
 		}
-		return nil, fault.Invalid("not_an_object", "Send a JSON object.", "request body must be a JSON object")
+		return nil, nil, fault.Invalid("not_an_object", "Send a JSON object.", "request body must be a JSON object")
 	}
 	if raw == nil {
-		return nil, fault.Invalid("not_an_object", "Send a JSON object.", "request body must be a JSON object")
+		return nil, nil, fault.Invalid("not_an_object", "Send a JSON object.", "request body must be a JSON object")
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, fault.Invalid("wrong_type", "Send each field with the type the API documents.",
+			return nil, nil, fault.Invalid("wrong_type", "Send each field with the type the API documents.",
 				"field %s must be %s, not %s", te.Field, jsonType(te.Type.String()), te.Value).
 				With("field", te.Field)
 		}
-		return nil, fault.Invalid("invalid_body", "Send a JSON object as documented.", "invalid request body: %v", err)
+		return nil, nil, fault.Invalid("invalid_body", "Send a JSON object as documented.", "invalid request body: %v", err)
 	}
-	return raw, nil
+	return raw, exact, nil
 }
 
 func jsonType(goType string) string {

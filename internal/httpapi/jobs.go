@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -44,16 +46,47 @@ func (s *Server) jobObject(ctx context.Context, j *store.Job) (*apiv1.Job, error
 	return job.JobView(j, summary), nil
 }
 
+// Idempotent submission (see docs/jobs.md): the caller's key, and the
+// header that marks an answer as a replay of an earlier request's.
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+)
+
+// idempotencyOf reads the request's Idempotency-Key and hashes the exact
+// body it came with (sha256, hex): a resend must send the same bytes. No
+// header, or an empty one, is no key.
+func idempotencyOf(r *http.Request, body []byte) (job.Idempotency, error) {
+	values := r.Header.Values(headerIdempotencyKey)
+	if len(values) > 1 {
+		return job.Idempotency{}, fault.Invalid("invalid_idempotency_key", "Send one Idempotency-Key header.",
+			"%d Idempotency-Key headers were sent", len(values)).With("field", headerIdempotencyKey)
+	}
+	if len(values) == 0 || values[0] == "" {
+		return job.Idempotency{}, nil
+	}
+	sum := sha256.Sum256(body)
+	return job.Idempotency{Key: values[0], RequestHash: hex.EncodeToString(sum[:])}, nil
+}
+
+// jobSubmit admits one job. With an Idempotency-Key, a resend of the same
+// body answers the job the first request created (201, Idempotent-Replayed:
+// true) and another body with the same key a 409.
 func (s *Server) jobSubmit(w http.ResponseWriter, r *http.Request) error {
 	var raw map[string]json.RawMessage
-	if _, err := decodeJSON(w, r, &raw, false); err != nil {
+	_, body, err := decodeJSONBody(w, r, &raw, false)
+	if err != nil {
+		return err
+	}
+	key, err := idempotencyOf(r, body)
+	if err != nil {
 		return err
 	}
 	js, err := submit.DecodeFields(raw)
 	if err != nil {
 		return err
 	}
-	j, err := s.jobs.Submit(r.Context(), principal(r.Context()).Account.ID, js)
+	j, replayed, err := s.jobs.SubmitIdempotent(r.Context(), principal(r.Context()).Account.ID, js, key)
 	if err != nil {
 		return err
 	}
@@ -61,16 +94,29 @@ func (s *Server) jobSubmit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if replayed {
+		w.Header().Set(headerReplayed, "true")
+	}
 	writeJSON(w, http.StatusCreated, v)
 	return nil
 }
 
 // jobBatch admits each submission of the batch on its own, exactly as POST
 // /jobs would: 201 when all were admitted, 207 when any was refused (each
-// refusal in errors under its index, in the error envelope's terms).
+// refusal in errors under its index, in the error envelope's terms). With
+// an Idempotency-Key the key covers the whole body: a batch resent with
+// the same key and body admits nothing twice (entries admitted before are
+// answered as they are now, marked replayed; entries refused before are
+// tried again), and another body with the same key is a 409 that admits
+// nothing (job.Service.CheckBatchKey).
 func (s *Server) jobBatch(w http.ResponseWriter, r *http.Request) error {
 	var raw map[string]json.RawMessage
-	if _, err := decodeJSON(w, r, &raw, false); err != nil {
+	_, body, err := decodeJSONBody(w, r, &raw, false)
+	if err != nil {
+		return err
+	}
+	key, err := idempotencyOf(r, body)
+	if err != nil {
 		return err
 	}
 	entries, err := submit.BatchJobs(raw)
@@ -79,12 +125,23 @@ func (s *Server) jobBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	account := principal(ctx).Account.ID
+	if key.Key != "" {
+		if err := s.jobs.CheckBatchKey(ctx, account, key, len(entries)); err != nil {
+			return err
+		}
+	}
 	out := apiv1.JobBatchResult{Jobs: []apiv1.JobBatchEntry{}, Errors: []apiv1.JobBatchError{}}
+	allReplayed := true
 	for i, entry := range entries {
 		js, err := submit.DecodeBatchEntry(entry)
 		var j *store.Job
+		replayed := false
 		if err == nil {
-			j, err = s.jobs.Submit(ctx, account, js)
+			if key.Key != "" {
+				j, replayed, err = s.jobs.SubmitBatchEntry(ctx, account, js, key, i)
+			} else {
+				j, err = s.jobs.Submit(ctx, account, js)
+			}
 		}
 		if err != nil {
 			fe, ok := fault.As(err)
@@ -98,17 +155,21 @@ func (s *Server) jobBatch(w http.ResponseWriter, r *http.Request) error {
 				RecommendedAction: fe.Action, Details: fe.Details})
 			continue
 		}
+		allReplayed = allReplayed && replayed
 		meta := j.Meta
 		if len(meta) == 0 {
 			meta = json.RawMessage("null")
 		}
 		out.Jobs = append(out.Jobs, apiv1.JobBatchEntry{Index: i, ID: j.ID, Status: string(j.Status), Payload: j.Payload,
-			Meta: meta, Variant: j.Variant})
+			Meta: meta, Variant: j.Variant, Replayed: replayed})
 	}
 	out.Submitted, out.ErrorCount = len(out.Jobs), len(out.Errors)
 	status := http.StatusCreated
 	if out.ErrorCount > 0 {
 		status = http.StatusMultiStatus
+	}
+	if len(out.Jobs) > 0 && allReplayed {
+		w.Header().Set(headerReplayed, "true")
 	}
 	writeJSON(w, status, out)
 	return nil

@@ -118,7 +118,7 @@ var jobObjectKeys = []string{"id", "status", "type", "project", "priority", "req
 	"summary", "error"}
 
 var summaryKeys = []string{"task_outcome_counts", "aggregate_result", "aggregate_aliases", "completeness",
-	"result_persisted", "output_persisted"}
+	"result_persisted", "output_persisted", "billing_estimate", "billing_admission", "billing_hold", "cost"}
 
 func summaryOf(t *testing.T, j *apiv1.Job) (job.Summary, map[string]any) {
 	t.Helper()
@@ -708,12 +708,15 @@ func testEditRequirements(t *testing.T, f *fixture) {
 		t.Helper()
 		return f.member.Do(t, apitest.Request{Method: "PATCH", Path: jobPath(j.ID, "/requirements"), Body: body, Check: check})
 	}
+	// A job keeps the rate it was admitted at, so only changes that keep
+	// its price are applied. At the default rates a core costs as much as
+	// 8 GiB: 2 cores and 4096 MB are priced as 1 core and 12288 MB.
 	var got apiv1.Job
-	r := patch(map[string]any{"cpu": 4, "memory_mb": 8192}, apitest.MustMatch)
+	r := patch(map[string]any{"cpu": 1, "memory_mb": 12288}, apitest.MustMatch)
 	wantKeys(t, "edited job", r.Object(t, http.StatusOK), jobObjectKeys...)
 	r.JSON(t, http.StatusOK, &got)
-	if *got.Requirements.CPU != 4 || *got.Requirements.MemoryMB != 8192 || *got.Requirements.StorageGB != 10 {
-		t.Errorf("replace: got %s, want cpu 4, memory 8192, the rest as it was", mustJSON(t, got.Requirements))
+	if *got.Requirements.CPU != 1 || *got.Requirements.MemoryMB != 12288 || *got.Requirements.StorageGB != 10 {
+		t.Errorf("replace: got %s, want cpu 1, memory 12288, the rest as it was", mustJSON(t, got.Requirements))
 	}
 	reqOf := func(taskID string) (apiv1.JobRequirements, *store.Task) {
 		task, err := f.e.Store.TaskGet(t.Context(), taskID)
@@ -729,7 +732,7 @@ func testEditRequirements(t *testing.T, f *fixture) {
 	for _, task := range tl.Tasks {
 		var rq apiv1.JobRequirements
 		_ = json.Unmarshal(task.Requirements, &rq)
-		wantCPU := 4.0
+		wantCPU := 1.0
 		if task.ID == t0.ID {
 			wantCPU = 2 // ended: keeps what it ran with
 		}
@@ -737,28 +740,41 @@ func testEditRequirements(t *testing.T, f *fixture) {
 			t.Errorf("task %d (%s): got cpu %v, want %v", task.Index, task.Status, *rq.CPU, wantCPU)
 		}
 	}
-	if _, row := reqOf(t1.ID); row.CPU != 4 || row.MemoryMB != 8192 || row.Status != store.TaskRunning {
-		t.Errorf("running task row: got cpu %v memory %d %s, want 4 8192 running (its next attempt uses them)", row.CPU, row.MemoryMB, row.Status)
+	if _, row := reqOf(t1.ID); row.CPU != 1 || row.MemoryMB != 12288 || row.Status != store.TaskRunning {
+		t.Errorf("running task row: got cpu %v memory %d %s, want 1 12288 running (its next attempt uses them)", row.CPU, row.MemoryMB, row.Status)
 	}
 
-	// null removes a field: it falls back to the default.
-	patch(map[string]any{"cpu": nil}, apitest.MustMatch).JSON(t, http.StatusOK, &got)
-	if *got.Requirements.CPU != 1 || *got.Requirements.MemoryMB != 8192 {
-		t.Errorf("null cpu: got %s, want the default cpu 1 and memory kept", mustJSON(t, got.Requirements))
-	}
-	// GPU intent follows the patch; the wrapped shape works too.
-	patch(map[string]any{"requirements": map[string]any{"gpu_count": 2, "min_single_core_score": 1.5}}, apitest.MustMatch).
+	// Fields that do not price the job change freely; the wrapped shape
+	// works too, and null removes a field: it falls back to the default.
+	patch(map[string]any{"requirements": map[string]any{"storage_gb": 50, "min_single_core_score": 1.5}}, apitest.MustMatch).
 		JSON(t, http.StatusOK, &got)
-	if *got.Requirements.GPUCount != 2 || *got.Requirements.Profile != "gpu" || *got.Requirements.MinSingleCoreScore != 1.5 {
-		t.Errorf("gpu: got %s, want 2 GPUs, profile gpu, score 1.5", mustJSON(t, got.Requirements))
-	}
-	if rq, row := reqOf(tl.Tasks[2].ID); row.GPUs != 2 || *rq.Profile != "gpu" {
-		t.Errorf("queued task: got %d gpus profile %v", row.GPUs, rq.Profile)
+	if *got.Requirements.StorageGB != 50 || *got.Requirements.MinSingleCoreScore != 1.5 || *got.Requirements.CPU != 1 {
+		t.Errorf("storage and score: got %s, want storage 50, score 1.5", mustJSON(t, got.Requirements))
 	}
 	got = apiv1.Job{} // decoding into the old value would keep fields the answer leaves out
-	patch(map[string]any{"profile": "cpu", "min_single_core_score": nil}, apitest.MustMatch).JSON(t, http.StatusOK, &got)
-	if *got.Requirements.GPUCount != 0 || *got.Requirements.Profile != "cpu" || got.Requirements.MinSingleCoreScore != nil {
-		t.Errorf("back to cpu: got %s", mustJSON(t, got.Requirements))
+	patch(map[string]any{"storage_gb": nil, "min_single_core_score": nil, "cpu": nil}, apitest.MustMatch).JSON(t, http.StatusOK, &got)
+	if *got.Requirements.StorageGB != 10 || got.Requirements.MinSingleCoreScore != nil || *got.Requirements.CPU != 1 ||
+		*got.Requirements.MemoryMB != 12288 {
+		t.Errorf("nulls: got %s, want the default storage, no score, cpu 1, memory kept", mustJSON(t, got.Requirements))
+	}
+	if rq, _ := reqOf(tl.Tasks[2].ID); *rq.StorageGB != 10 || rq.MinSingleCoreScore != nil {
+		t.Errorf("queued task: got %s", mustJSON(t, rq))
+	}
+
+	// Changes of the billed rate, dearer or cheaper, are refused and change
+	// nothing: cancel and resubmit.
+	priced := mustJSON(t, getJob(t, f.member, j.ID).Requirements)
+	for _, body := range []map[string]any{{"cpu": 4}, {"gpu_count": 2}, {"profile": "gpu"}, {"memory_mb": 2048},
+		{"requirements": map[string]any{"cpu": 2, "memory_mb": 8192}}} {
+		env := patch(body, apitest.MustMatch).Fail(t, http.StatusUnprocessableEntity)
+		if env.Code != "requirements_change_rate" || !strings.Contains(env.RecommendedAction, "/cancel") ||
+			env.Details["current_rate_usd_per_hour"] != 0.0675 || env.Details["new_rate_usd_per_hour"] == nil {
+			t.Errorf("patch %v: got %s %q %v, want requirements_change_rate from 0.0675 USD per hour, advising cancel",
+				body, env.Code, env.RecommendedAction, env.Details)
+		}
+	}
+	if after := mustJSON(t, getJob(t, f.member, j.ID).Requirements); string(after) != string(priced) {
+		t.Errorf("refused rate changes changed requirements: %s -> %s", priced, after)
 	}
 
 	const v, m = apitest.MustViolate, apitest.MustMatch
@@ -797,8 +813,8 @@ func testEditRequirements(t *testing.T, f *fixture) {
 			n++
 		}
 	}
-	if n != 4 {
-		t.Errorf("got %d job.requirements_updated events, want 4", n)
+	if n != 3 {
+		t.Errorf("got %d job.requirements_updated events, want 3", n)
 	}
 
 	// An ended job: 409, and unknown ones 404.

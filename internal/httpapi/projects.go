@@ -127,7 +127,7 @@ func queryInt(r *http.Request, name string, def, min, max int) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < min || n > max {
 		return 0, fault.Invalid("invalid_"+name, "Use an integer "+name+" between "+strconv.Itoa(min)+" and "+strconv.Itoa(max)+".",
-			"%s must be an integer between %d and %d", name, min, max)
+			"%s must be an integer between %d and %d", name, min, max).With("field", name)
 	}
 	return n, nil
 }

@@ -59,7 +59,7 @@ func (s *Server) resultGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	summary, err := job.SummaryFromTasks(j, tasks)
+	summary, err := s.jobs.SummaryFromTasks(r.Context(), j, tasks)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (s *Server) resultListEntry(r *http.Request, j *store.Job, includeTasks boo
 	if err != nil {
 		return apiv1.ResultListEntry{}, err
 	}
-	summary, err := job.SummaryFromTasks(j, tasks)
+	summary, err := s.jobs.SummaryFromTasks(r.Context(), j, tasks)
 	if err != nil {
 		return apiv1.ResultListEntry{}, err
 	}

@@ -19,12 +19,12 @@ import (
 var taskKeys = []string{"id", "index", "status", "payload", "meta", "requirements", "result_present", "output_present",
 	"output", "error", "result", "exit_code", "result_quality", "result_warnings", "live_feedback", "latest_progress",
 	"checkpoint", "resume_state", "runtime_s", "stale_for_s", "health_status", "started_at", "completed_at",
-	"retries_used", "infra_requeues", "attempts"}
+	"retries_used", "infra_requeues", "cost", "attempts"}
 
 var chunkKeys = []string{"chunk_index", "chunk_count", "seed_range"}
 
 var attemptKeys = []string{"attempt_number", "status", "assigned_at", "started_at", "ended_at", "duration_s",
-	"terminal_kind", "retry_decision", "exit_code", "worker_handle", "resource_profile"}
+	"terminal_kind", "retry_decision", "exit_code", "worker_handle", "resource_profile", "billed_seconds", "cost_usd"}
 
 var resultCommonKeys = []string{"job_id", "project", "status", "type", "client_ref", "tags", "meta", "variant",
 	"artifact_ids", "links", "summary", "aggregate_result", "aggregate_aliases", "completeness", "result_persisted",

@@ -38,12 +38,17 @@ func (s *Server) routes() []route {
 		{"GET", "/ready", public, s.ready},
 		{"GET", "/openapi.json", public, s.openAPI},
 		{"GET", "/docs/projects/project-manifest", public, markdownPage("manifest.md")},
+		{"GET", "/docs/pricing", public, s.pricingPage},
 
 		// Auth.
 		{"POST", "/api/v1/auth/register", public, s.register},
 
 		// Account and billing.
 		{"GET", "/api/v1/account/balance", readOnly, s.balance},
+		{"GET", "/api/v1/account/ledger", readOnly, s.ledger},
+		{"GET", "/api/v1/account/holds", readOnly, s.holds},
+		{"GET", "/api/v1/account/quotes", readOnly, s.quotes},
+		{"GET", "/api/v1/account/quotes/{quote_id}", readOnly, s.quoteGet},
 
 		// Projects.
 		{"POST", "/api/v1/projects", write, s.projectCreate},
@@ -74,6 +79,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v1/jobs/{id}/events", readOnly, s.jobEvents},
 		{"PUT", "/api/v1/jobs/{id}/cancel", write, s.jobCancel},
 		{"PATCH", "/api/v1/jobs/{id}/requirements", write, s.jobEditRequirements},
+		{"GET", "/api/v1/presets", readOnly, s.presets},
 
 		// Results.
 		{"GET", "/api/v1/results", readOnly, s.resultList},

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job/submit"
@@ -35,6 +37,9 @@ func (s *Service) EditRequirements(ctx context.Context, accountID, jobID string,
 		sub := submissionOf(j)
 		reqs, err := submit.EditRequirements(sub.Requirements, submit.BaseRequirements(s.limits, sub.Preset), patch)
 		if err != nil {
+			return nil, err
+		}
+		if err := s.checkRate(j, sub, reqs); err != nil {
 			return nil, err
 		}
 		request, err := withRequirements(j.Request, reqs)
@@ -70,6 +75,36 @@ func (s *Service) EditRequirements(ctx context.Context, accountID, jobID string,
 	}
 	return nil, fault.Conflict("edit_conflict", "Read the job again and resend the patch.",
 		"job %s kept changing while its requirements were edited", jobID)
+}
+
+// checkRate refuses a requirements change that would change what the job
+// is billed per hour. A job keeps the rate it was admitted at (its hold was
+// reserved for it, and its attempts are metered at it), so the capacity
+// class it pays for must stay the one it runs on: a change to a costlier
+// class would run at the cheaper price, one to a cheaper class would be
+// overcharged. Both are refused; the job is cancelled and resubmitted
+// instead, which prices and holds it afresh. Changes that keep the price
+// (storage_gb, gpu_memory_mb, min_single_core_score, or capacity priced
+// the same) are allowed. Old and new capacity are compared at the current
+// rates, so a rate change since admission does not refuse every edit.
+func (s *Service) checkRate(j *store.Job, sub submit.Submission, reqs submit.Requirements) error {
+	r := s.billing.Rates()
+	oldCap, newCap := capacityOf(sub.Requirements, sub.PlacementPolicy), capacityOf(reqs, sub.PlacementPolicy)
+	oldRate, newRate := r.BilledMicrosPerHour(oldCap), r.BilledMicrosPerHour(newCap)
+	if oldRate == newRate {
+		return nil
+	}
+	oldClass := billing.ResourceClass(billing.JobShape{Capacity: oldCap, Profile: sub.Requirements.Profile})
+	newClass := billing.ResourceClass(billing.JobShape{Capacity: newCap, Profile: reqs.Profile})
+	return fault.Invalid("requirements_change_rate",
+		"Cancel the job (PUT /api/v1/jobs/"+j.ID+"/cancel) and resubmit it with the new requirements; "+
+			"the new job is priced and held at its own rate. Changes that keep the rate (storage_gb, gpu_memory_mb, "+
+			"min_single_core_score, or capacity priced the same) can be patched.",
+		"the new requirements (%s, %s USD per hour) would change the job's billed rate (%s, %s USD per hour); "+
+			"a job keeps the rate it was admitted at", newClass, apiv1.USD(newRate), oldClass, apiv1.USD(oldRate)).
+		With("current_resource_class", oldClass).With("current_rate_usd_per_hour", apiv1.USD(oldRate)).
+		With("new_resource_class", newClass).With("new_rate_usd_per_hour", apiv1.USD(newRate)).
+		With("admitted_rate_usd_per_hour", apiv1.USD(j.RateMicrosPerHour))
 }
 
 // terminalConflict is the 409 of a change to a job that has ended.

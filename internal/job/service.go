@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
@@ -94,10 +96,21 @@ func (s *Service) SubmitIdempotent(ctx context.Context, accountID string, js *ap
 		j, err := s.Submit(ctx, accountID, js)
 		return j, false, err
 	}
-	if len(key.Key) > MaxIdempotencyKeyBytes {
-		return nil, false, fault.Invalid("invalid_idempotency_key", "Send an Idempotency-Key of at most 255 bytes.",
-			"Idempotency-Key is %d bytes", len(key.Key))
+	if err := checkKey(key.Key); err != nil {
+		return nil, false, err
 	}
+	return s.submitOnce(ctx, accountID, js, key)
+}
+
+func checkKey(key string) error {
+	if len(key) > MaxIdempotencyKeyBytes {
+		return fault.Invalid("invalid_idempotency_key", "Send an Idempotency-Key of at most 255 bytes.",
+			"Idempotency-Key is %d bytes; at most %d", len(key), MaxIdempotencyKeyBytes).With("field", "Idempotency-Key")
+	}
+	return nil
+}
+
+func (s *Service) submitOnce(ctx context.Context, accountID string, js *apiv1.JobSubmit, key Idempotency) (*store.Job, bool, error) {
 	if j, replayed, err := s.replay(ctx, accountID, key); replayed || err != nil {
 		return j, replayed, err
 	}
@@ -107,6 +120,42 @@ func (s *Service) SubmitIdempotent(ctx context.Context, accountID string, js *ap
 		return s.replay(ctx, accountID, key)
 	}
 	return j, false, err
+}
+
+// A batch sent with an Idempotency-Key (POST /jobs/batch) is admitted entry
+// by entry, each under its own key: the caller's key and the entry's index
+// joined by a unit separator (0x1f), a control character no header value
+// can hold, so that an entry's key never meets a key of POST /jobs. Every
+// entry's key is stored with the hash of the whole batch body. Each entry
+// is then admitted at most once, in the transaction that stores its job,
+// even when resends of the batch race; entries that were refused (a 402
+// shortfall) store no key and are admitted by a resend after funding, just
+// as a single submission is.
+func batchEntryKey(key Idempotency, index int) Idempotency {
+	return Idempotency{Key: key.Key + "\x1f" + strconv.Itoa(index), RequestHash: key.RequestHash}
+}
+
+// CheckBatchKey refuses, before anything is admitted, a batch of n entries
+// whose Idempotency-Key was used for a batch with another body: 409 when
+// any entry of the earlier batch stored its job under the key; 422 for a
+// key over 255 bytes.
+func (s *Service) CheckBatchKey(ctx context.Context, accountID string, key Idempotency, n int) error {
+	if err := checkKey(key.Key); err != nil {
+		return err
+	}
+	for i := range n {
+		if _, _, err := s.replay(ctx, accountID, batchEntryKey(key, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SubmitBatchEntry admits entry index of a batch sent with key (its hash
+// the whole body's); replayed when an earlier request with the same key
+// and body admitted it.
+func (s *Service) SubmitBatchEntry(ctx context.Context, accountID string, js *apiv1.JobSubmit, key Idempotency, index int) (*store.Job, bool, error) {
+	return s.submitOnce(ctx, accountID, js, batchEntryKey(key, index))
 }
 
 // replay answers a resend of a stored key: the job it created, or a 409
@@ -120,9 +169,10 @@ func (s *Service) replay(ctx context.Context, accountID string, key Idempotency)
 		return nil, false, fmt.Errorf("idempotency key: %w", err)
 	}
 	if k.RequestHash != key.RequestHash {
+		shown, _, _ := strings.Cut(key.Key, "\x1f") // a batch entry's key shows as the batch's
 		return nil, false, fault.Conflict("idempotency_key_reused",
 			"Use a new Idempotency-Key for a different request, or resend the original body unchanged.",
-			"Idempotency-Key %q was first used with a different request body", key.Key)
+			"Idempotency-Key %q was first used with a different request body", shown)
 	}
 	j, err := s.Get(ctx, accountID, k.Response)
 	if err != nil {
@@ -198,8 +248,7 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 	event, _ := json.Marshal(map[string]any{"status": status, "task_count": len(tasks), "revision": rev.ContentHash})
 	quote, rate := s.billing.Quote(billing.JobShape{Tasks: len(tasks), MaxRetries: sub.MaxRetries, TimeoutS: sub.TimeoutS,
 		RuntimeHintS: sub.RuntimeHintS, Profile: sub.Requirements.Profile, ReliabilityMode: sub.ReliabilityMode,
-		Capacity: billing.Capacity{CPU: sub.Requirements.CPU, MemoryMB: sub.Requirements.MemoryMB,
-			GPUs: sub.Requirements.GPUCount, Dedicated: sub.PlacementPolicy == apiv1.PlacementDedicated}})
+		Capacity: capacityOf(sub.Requirements, sub.PlacementPolicy)})
 	holdMicros := int64(quote.Estimate.TotalUSD)
 	job.RateMicrosPerHour = rate
 	var created *store.Job

@@ -14,8 +14,17 @@ import (
 // its tasks. A job still open shows live task_outcome_counts and
 // completeness, and no aggregate yet: aggregate_result null,
 // aggregate_aliases {}, result_persisted and output_persisted false until
-// the job ends and its results are merged.
+// the job ends and its results are merged. Either way the job's billing is
+// added (withBilling).
 func (s *Service) SummaryOf(ctx context.Context, j *store.Job) (json.RawMessage, error) {
+	base, err := s.baseSummary(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	return s.withBilling(ctx, j, base)
+}
+
+func (s *Service) baseSummary(ctx context.Context, j *store.Job) (json.RawMessage, error) {
 	if j.Status.IsTerminal() {
 		if raw, ok := completeSummary(j.Summary); ok {
 			return raw, nil
@@ -35,7 +44,15 @@ func (s *Service) SummaryOf(ctx context.Context, j *store.Job) (json.RawMessage,
 
 // SummaryFromTasks is SummaryOf for a caller that has read the job's tasks
 // already.
-func SummaryFromTasks(j *store.Job, tasks []*store.Task) (json.RawMessage, error) {
+func (s *Service) SummaryFromTasks(ctx context.Context, j *store.Job, tasks []*store.Task) (json.RawMessage, error) {
+	base, err := summaryFromTasks(j, tasks)
+	if err != nil {
+		return nil, err
+	}
+	return s.withBilling(ctx, j, base)
+}
+
+func summaryFromTasks(j *store.Job, tasks []*store.Task) (json.RawMessage, error) {
 	if j.Status.IsTerminal() {
 		if raw, ok := completeSummary(j.Summary); ok {
 			return raw, nil

@@ -172,12 +172,15 @@ func TaskView(t *store.Task, attempts []*store.Attempt, now time.Time) apiv1.Tas
 		StartedAt: t.StartedAt, CompletedAt: t.CompletedAt,
 		RetriesUsed: t.RetriesUsed, InfraRequeues: t.InfraRequeues, Attempts: make([]apiv1.TaskAttempt, 0, len(attempts)),
 	}
+	var cost int64
 	v.ChunkIndex, v.ChunkCount, v.SeedRange = chunkMeta(t.Meta)
 	var runtime time.Duration
 	var current *store.Attempt
 	for _, a := range attempts {
 		av := AttemptView(a, now)
 		v.Attempts = append(v.Attempts, av)
+		v.Cost.BilledSeconds += a.BilledSeconds
+		cost += a.CostMicros
 		if a.StartedAt != nil {
 			runtime += endOr(a.EndedAt, now).Sub(*a.StartedAt)
 		}
@@ -186,6 +189,7 @@ func TaskView(t *store.Task, attempts []*store.Attempt, now time.Time) apiv1.Tas
 		}
 	}
 	v.RuntimeS = secondsOf(runtime)
+	v.Cost.CostUSD = apiv1.USD(cost)
 	if t.Status == store.TaskRunning {
 		v.LiveFeedback = &apiv1.LiveFeedback{OutputTail: t.OutputTail}
 		stale := now.Sub(t.UpdatedAt)
@@ -211,7 +215,8 @@ func TaskView(t *store.Task, attempts []*store.Attempt, now time.Time) apiv1.Tas
 func AttemptView(a *store.Attempt, now time.Time) apiv1.TaskAttempt {
 	v := apiv1.TaskAttempt{AttemptNumber: a.Number, Status: string(a.Status), AssignedAt: a.AssignedAt,
 		StartedAt: a.StartedAt, EndedAt: a.EndedAt, TerminalKind: strOrNil(a.TerminalKind),
-		RetryDecision: strOrNil(a.RetryDecision), ExitCode: a.ExitCode, WorkerHandle: a.HostID}
+		RetryDecision: strOrNil(a.RetryDecision), ExitCode: a.ExitCode, WorkerHandle: a.HostID,
+		BilledSeconds: a.BilledSeconds, CostUSD: apiv1.USD(a.CostMicros)}
 	if a.StartedAt != nil {
 		d := secondsOf(endOr(a.EndedAt, now).Sub(*a.StartedAt))
 		v.DurationS = &d

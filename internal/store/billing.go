@@ -60,6 +60,12 @@ type (
 	}
 )
 
+// JobMeter is what a job's attempts were metered so far.
+type JobMeter struct {
+	BilledSeconds int64
+	CostMicros    int64
+}
+
 // IdempotencyKey is a remembered Idempotency-Key of an account.
 type IdempotencyKey struct {
 	AccountID   string
@@ -93,6 +99,9 @@ type BillingStore interface {
 	AttemptSetCost(ctx context.Context, attemptID string, billedSeconds, costMicros int64) error
 	// JobChargeTotal sums the metered cost of a job's attempts.
 	JobChargeTotal(ctx context.Context, jobID string) (int64, error)
+	// JobMeterTotal sums the billed seconds and metered cost of a job's
+	// attempts, for the job's cost view.
+	JobMeterTotal(ctx context.Context, jobID string) (*JobMeter, error)
 
 	// IdempotencyKeyPut remembers a key; ErrConflict when the account has
 	// it already (read it with IdempotencyKeyGet).

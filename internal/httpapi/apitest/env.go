@@ -20,6 +20,7 @@ import (
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/job/submit"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/store/postgres"
@@ -121,7 +122,8 @@ func Start(t testing.TB, opts Options) *Env {
 	e := &Env{Store: db, Clock: clk, Auth: auth.New(db, clk), Billing: billing.New(db, clk)}
 	e.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: t.TempDir()})
 	t.Cleanup(e.Projects.Close)
-	e.Jobs = job.New(job.Config{Store: db, Clock: clk, Logger: log})
+	e.Jobs = job.New(job.Config{Store: db, Clock: clk, Logger: log, Billing: e.Billing,
+		Limits: submit.Limits{Presets: submit.DefaultPresets()}})
 	e.Projects.SetJobs(e.Jobs)
 	e.Server = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,

@@ -118,6 +118,15 @@ func (q *queries) JobChargeTotal(ctx context.Context, jobID string) (int64, erro
 	return n, q.mapErr(err)
 }
 
+func (q *queries) JobMeterTotal(ctx context.Context, jobID string) (*store.JobMeter, error) {
+	var m store.JobMeter
+	err := q.read.QueryRowContext(ctx, q.sql("JobMeterTotal"), jobID).Scan(&m.BilledSeconds, &m.CostMicros)
+	if err != nil {
+		return nil, q.mapErr(err)
+	}
+	return &m, nil
+}
+
 func (q *queries) IdempotencyKeyPut(ctx context.Context, k *store.IdempotencyKey) error {
 	_, err := q.write.ExecContext(ctx, q.sql("IdempotencyKeyPut"), k.AccountID, k.Key, k.RequestHash, k.Response,
 		micros(k.CreatedAt))

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,6 +132,13 @@ func testAttemptCosts(t *testing.T, s store.Store) {
 	if err != nil || total != 563+704 {
 		t.Fatalf("JobChargeTotal: %d, %v", total, err)
 	}
+	m, err := s.JobMeterTotal(ctx(t), j.ID)
+	if err != nil || m.BilledSeconds != 60+75 || m.CostMicros != 563+704 {
+		t.Fatalf("JobMeterTotal: %+v, %v; want 135 s, 1267 micro-USD", m, err)
+	}
+	if m, err := s.JobMeterTotal(ctx(t), "job_missing"); err != nil || *m != (store.JobMeter{}) {
+		t.Fatalf("JobMeterTotal of a job without attempts: %+v, %v; want zeros", m, err)
+	}
 	listed, _ := s.AttemptList(ctx(t), j.ID)
 	if listed[0].BilledSeconds != 60 || listed[0].CostMicros != 563 || listed[1].BilledSeconds != 75 {
 		t.Fatalf("attempt costs: %+v %+v", listed[0], listed[1])
@@ -156,6 +164,18 @@ func testIdempotencyKeys(t *testing.T, s store.Store) {
 	}
 	if _, err := s.IdempotencyKeyGet(ctx(t), a.ID, "other"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown key: %v", err)
+	}
+	// Keys of batch entries join the caller's key and an index with a
+	// control character (job.BatchEntryKey); both engines keep it exactly.
+	long := strings.Repeat("k", 255) + "\x1f199"
+	if err := s.IdempotencyKeyPut(ctx(t), &store.IdempotencyKey{AccountID: a.ID, Key: long, RequestHash: "h2", Response: "job_2", CreatedAt: t0}); err != nil {
+		t.Fatalf("key with a control character: %v", err)
+	}
+	if got, err := s.IdempotencyKeyGet(ctx(t), a.ID, long); err != nil || got.Key != long || got.Response != "job_2" {
+		t.Fatalf("key with a control character: %+v, %v", got, err)
+	}
+	if _, err := s.IdempotencyKeyGet(ctx(t), a.ID, strings.Repeat("k", 255)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("prefix of a batch key: %v, want not found", err)
 	}
 }
 

@@ -59,6 +59,9 @@ UPDATE attempts SET billed_seconds = $2, cost_micros = $3 WHERE id = $1;
 -- name: JobChargeTotal
 SELECT COALESCE(SUM(cost_micros), 0) FROM attempts WHERE job_id = $1;
 
+-- name: JobMeterTotal
+SELECT COALESCE(SUM(billed_seconds), 0), COALESCE(SUM(cost_micros), 0) FROM attempts WHERE job_id = $1;
+
 -- name: IdempotencyKeyPut
 INSERT INTO idempotency_keys (account_id, key, request_hash, response, created_at) VALUES ($1, $2, $3, $4, $5);
 

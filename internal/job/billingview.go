@@ -1,0 +1,96 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/billing"
+	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// capacityOf is what billing prices of a task: its resolved requirements
+// and the job's placement policy.
+func capacityOf(r submit.Requirements, placementPolicy string) billing.Capacity {
+	return billing.Capacity{CPU: r.CPU, MemoryMB: r.MemoryMB, GPUs: r.GPUCount,
+		Dedicated: placementPolicy == apiv1.PlacementDedicated}
+}
+
+// withBilling adds the job's billing to its summary: billing_estimate and
+// billing_admission as admission stored them, billing_hold when the job
+// holds funds, and cost (see apiv1.JobCost). They are read fresh on every
+// view, so a job's summary shows its hold settle and its cost grow.
+func (s *Service) withBilling(ctx context.Context, j *store.Job, summary json.RawMessage) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(summary, &m); err != nil {
+		return nil, fmt.Errorf("summary of %s: %w", j.ID, err)
+	}
+	var stored map[string]json.RawMessage
+	if json.Unmarshal(j.Billing, &stored) == nil {
+		for _, k := range []string{"billing_estimate", "billing_admission"} {
+			if v, ok := stored[k]; ok {
+				m[k] = v
+			}
+		}
+	}
+	h, err := s.store.HoldGetByJob(ctx, j.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		h = nil
+	case err != nil:
+		return nil, fmt.Errorf("hold of %s: %w", j.ID, err)
+	}
+	meter, err := s.store.JobMeterTotal(ctx, j.ID)
+	if err != nil {
+		return nil, fmt.Errorf("cost of %s: %w", j.ID, err)
+	}
+	cost := apiv1.JobCost{ChargedUSD: apiv1.USD(meter.CostMicros), MeteredUSD: apiv1.USD(meter.CostMicros),
+		BilledSeconds: meter.BilledSeconds}
+	if h != nil {
+		if m["billing_hold"], err = json.Marshal(billing.JobHoldView(h)); err != nil {
+			return nil, err
+		}
+		if h.Status == store.HoldActive {
+			// Settlement never charges more than the hold.
+			cost.ChargedUSD = apiv1.USD(min(meter.CostMicros, h.AmountMicros))
+		} else {
+			cost.ChargedUSD = apiv1.USD(h.CapturedMicros)
+		}
+	}
+	if m["cost"], err = json.Marshal(cost); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// PresetList is GET /api/v1/presets: the operator's presets, resolved, at
+// the current rates, cheapest first.
+func (s *Service) PresetList() apiv1.PresetList {
+	r := s.billing.Rates()
+	out := apiv1.PresetList{Presets: []apiv1.Preset{}, Pricing: apiv1.Pricing{
+		MarketRates: apiv1.UnitRates{CPUCoreHourUSD: apiv1.USD(r.CPUCoreHourMicros),
+			MemoryGBHourUSD: apiv1.USD(r.MemoryGBHourMicros), GPUHourUSD: apiv1.USD(r.GPUHourMicros)},
+		MarkupPercent: billing.MarkupPercent, DedicatedPercent: r.DedicatedPercent,
+		MinBilledSeconds: billing.MinBilledSeconds, MeteredPer: "second",
+	}}
+	for _, name := range submit.PresetNames(s.limits) {
+		reqs, _ := submit.ResolvePreset(s.limits, name)
+		shared, dedicated := capacityOf(reqs, apiv1.PlacementShared), capacityOf(reqs, apiv1.PlacementDedicated)
+		rate := r.BilledMicrosPerHour(shared)
+		_, minimum := billing.AttemptCost(rate, 0, 0)
+		out.Presets = append(out.Presets, apiv1.Preset{
+			Name: name, Requirements: reqs.API(),
+			ResourceClass:        billing.ResourceClass(billing.JobShape{Capacity: shared, Profile: reqs.Profile}),
+			MarketRateUSDPerHour: apiv1.USD(r.MarketMicrosPerHour(shared)), MarkupPercent: billing.MarkupPercent,
+			RateUSDPerHour: apiv1.USD(rate), DedicatedRateUSDPerHour: apiv1.USD(r.BilledMicrosPerHour(dedicated)),
+			MinimumAttemptUSD: apiv1.USD(minimum),
+		})
+	}
+	sort.SliceStable(out.Presets, func(a, b int) bool { return out.Presets[a].RateUSDPerHour < out.Presets[b].RateUSDPerHour })
+	out.Count = len(out.Presets)
+	return out
+}

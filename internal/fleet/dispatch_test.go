@@ -140,6 +140,19 @@ func testJobsInGVisor(t *testing.T, opts harnessOptions) {
 		}
 	})
 
+	t.Run("a command missing from the image fails at once", func(t *testing.T) {
+		j := h.wait(h.submit(apiv1.JobSubmit{RunnerCommand: []string{"/no/such/runner"}, Payload: payload(t, sandboxtest.Payload{})}), time.Minute)
+		tasks, atts := h.tasks(j)
+		if j.Status != store.JobFailed || len(atts) != 1 || atts[0].TerminalKind != "start_failed" || atts[0].CostMicros != 0 {
+			t.Fatalf("job %s, attempts %s: want one uncharged start_failed attempt", j.Status, attemptsString(atts))
+		}
+		var fp job.FailurePayload
+		_ = json.Unmarshal(tasks[0].Result, &fp)
+		if fp.FailureKind != job.FailureStart || !strings.Contains(tasks[0].ErrorText, "/no/such/runner") {
+			t.Errorf("failure: %+v, error %q", fp, tasks[0].ErrorText)
+		}
+	})
+
 	t.Run("timeout kills the attempt", func(t *testing.T) {
 		j := h.submit(apiv1.JobSubmit{TimeoutS: ptr[int64](1), Payload: payload(t, sandboxtest.Payload{SleepMS: 30000})})
 		j = h.wait(j, time.Minute)

@@ -138,6 +138,11 @@ func (c *Controller) reconcile(ctx context.Context, h *host, running []string) (
 		if sent, ok := h.cancelSent[id]; ok && now.Sub(sent) < c.cfg.HeartbeatInterval {
 			continue
 		}
+		if a, err := c.st.AttemptGet(ctx, id); err == nil && a.HostID == h.id && finishedByHost(a.Status) {
+			// The host reported its end and is delivering or has just had
+			// the acknowledgement: nothing to stop.
+			continue
+		}
 		h.cancelSent[id] = now
 		cancel = append(cancel, id)
 	}
@@ -239,4 +244,11 @@ func (c *Controller) runSpec(ctx context.Context, jobID string) (*job.RunSpec, e
 	c.specs.m[jobID] = rs
 	c.specs.mu.Unlock()
 	return rs, nil
+}
+
+// finishedByHost reports whether an attempt ended with its host's own
+// report (as opposed to being cancelled or declared lost by the
+// controller, which the host must be told).
+func finishedByHost(s store.AttemptStatus) bool {
+	return s == store.AttemptSucceeded || s == store.AttemptFailed || s == store.AttemptInfra
 }

@@ -58,9 +58,8 @@ func (s *Service) settle(ctx context.Context, q store.Querier, id string, now ti
 				return false, err
 			}
 			_, err = q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: id, From: []store.JobStatus{store.JobPlanning},
-				To: store.JobCancelled, Error: fmt.Sprintf("cancelled: dependency %s ended %s", d, st),
-				RecommendedAction: "Fix and resubmit the dependency, then resubmit this job with its new id in depends_on.",
-				Summary: summary, Now: now})
+				To: store.JobCancelled, Error: fmt.Sprintf("cancelled: dependency %s ended %s", d, st), Summary: summary,
+				RecommendedAction: "Fix and resubmit the dependency, then resubmit this job with its new id in depends_on.", Now: now})
 			if errors.Is(err, store.ErrConflict) {
 				return false, nil // no longer planning: decided already
 			}

@@ -114,7 +114,7 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 		Now: now,
 	}
 	ranRunner := o.HostError == "" && o.SandboxError == ""
-	if d.Attempt == store.AttemptSucceeded || d.Attempt == store.AttemptFailed {
+	if (d.Attempt == store.AttemptSucceeded || d.Attempt == store.AttemptFailed) && d.TerminalKind != "start_failed" {
 		// Metered from sandbox start to exit. Attempts the platform lost,
 		// exit-137 requeues and runner-declared infra failures are free.
 		p.BilledSeconds, p.CostMicros = billing.AttemptCost(j.RateMicrosPerHour, o.EndedAt.Sub(o.StartedAt), sub.TimeoutS)
@@ -146,6 +146,9 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 		p.Result = withFailure(o.Result, failurePayload(d.FailureKind, o, command, cwd, sub.TimeoutS))
 		if !ranRunner {
 			msg := "attempt ended on the platform's side: " + firstNonEmpty(o.HostError, o.SandboxError)
+			if d.TerminalKind == "start_failed" {
+				msg = "the runner could not be started: " + o.SandboxError
+			}
 			p.ErrorText = &msg
 		}
 	}

@@ -29,6 +29,7 @@ const (
 	FailureOOM        = "out_of_memory"       // exit 137 or the memory limit
 	FailureInfraLimit = "infra_requeue_limit" // killed or lost too often
 	FailureHost       = "host_error"          // the host could not run it
+	FailureStart      = "start_failed"        // the command could not be started from the image
 )
 
 // Decision is what an attempt's end does to its attempt and task.
@@ -69,6 +70,18 @@ func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome) Decision {
 	switch {
 	case o.HostError != "":
 		return free(store.AttemptLost, "host_error", "attempt.lost")
+	case o.SandboxError != "" && StartFailure(o.SandboxError):
+		// The runner could not be started from the image as asked (a
+		// missing or non-executable command): the project's fault, so a
+		// failure like a non-zero exit, not a free requeue.
+		d.Attempt, d.TerminalKind = store.AttemptFailed, "start_failed"
+		if d.RetriesUsed < int64(maxRetries) {
+			d.RetriesUsed++
+			d.RetryDecision, d.Task, d.Event = "retry", store.TaskQueued, "attempt.retried"
+			return d
+		}
+		d.RetryDecision, d.Task, d.Event, d.FailureKind = "none", store.TaskFailed, "attempt.failed", FailureStart
+		return d
 	case o.SandboxError != "" && !o.TimedOut && !o.OOMKilled:
 		return free(store.AttemptLost, "lost", "attempt.lost")
 	case o.Killed && !o.TimedOut && !o.OOMKilled:
@@ -144,6 +157,8 @@ func failurePayload(kind string, o *agentproto.Outcome, command []string, cwd st
 		p.Message = fmt.Sprintf("the attempt was killed or lost %d times in a row on the platform's side; the task was given up", MaxInfraRequeues+1)
 	case FailureHost:
 		p.Message = "the host could not run the task"
+	case FailureStart:
+		p.Message = "the runner could not be started: check runner_command (or the manifest's entrypoint) and that it names an executable in the image"
 	default:
 		p.Message = fmt.Sprintf("the runner exited with code %d", o.ExitCode)
 	}
@@ -204,4 +219,17 @@ func withFailure(result, failure json.RawMessage) json.RawMessage {
 	}
 	out, _ := json.Marshal(obj)
 	return out
+}
+
+// StartFailure reports whether a sandbox error says the runner itself
+// could not be started from the image (runsc's "creating process: failed
+// to load /x: no such file or directory", "permission denied", "exec format
+// error"), as opposed to the sandbox failing.
+func StartFailure(sandboxError string) bool {
+	for _, p := range []string{"creating process:", "failed to load", "executable file not found", "exec format error"} {
+		if strings.Contains(sandboxError, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -190,3 +190,63 @@ func testAccountLockInTx(t *testing.T, s store.Store) {
 		t.Fatalf("locking a missing account: %v", err)
 	}
 }
+
+// testBalanceTotals: the balance (running totals kept by the database)
+// always equals the sums of the ledger and the active holds.
+func testBalanceTotals(t *testing.T, s store.Store) {
+	a := mustAccount(t, s, "alice")
+	b := mustAccount(t, s, "bob")
+	check := func(step string) {
+		t.Helper()
+		for _, acct := range []string{a.ID, b.ID} {
+			bal, err := s.BalanceGet(ctx(t), acct, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			es, _, _ := s.LedgerList(ctx(t), &store.LedgerListParams{AccountID: acct, Limit: 1000})
+			hs, _, _ := s.HoldList(ctx(t), &store.HoldListParams{AccountID: acct, Status: store.HoldActive, Limit: 1000})
+			var ledger, held int64
+			for _, e := range es {
+				ledger += e.AmountMicros
+			}
+			for _, h := range hs {
+				held += h.AmountMicros - h.CapturedMicros
+			}
+			if bal.LedgerMicros != ledger || bal.HeldMicros != held || bal.ActiveHoldCount != int64(len(hs)) {
+				t.Fatalf("%s: balance %+v, sums ledger %d held %d over %d holds", step, bal, ledger, held, len(hs))
+			}
+		}
+	}
+	check("empty")
+	for i, amt := range []int64{5_000_000, -1_250_000, 7} {
+		if _, err := s.LedgerEntryCreate(ctx(t), &store.LedgerEntryCreateParams{ID: id.New(id.Ledger), AccountID: a.ID,
+			EntryType: "beta_credit_grant", AmountMicros: amt, Now: t0.Add(time.Duration(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("ledger")
+	var holds []*store.Hold
+	for i := range 3 {
+		h, err := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: fmt.Sprintf("job_t%d", i),
+			AmountMicros: int64(100 * (i + 1)), Now: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, h)
+	}
+	check("holds")
+	for i, st := range []string{store.HoldCaptured, store.HoldPartiallyCaptured, store.HoldReleased} {
+		captured := map[string]int64{store.HoldCaptured: holds[i].AmountMicros, store.HoldPartiallyCaptured: 50}[st]
+		if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: holds[i].ID, Status: st, CapturedMicros: captured, Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+		check("settle " + st)
+	}
+	// A transaction that rolls back leaves the totals as they were.
+	_ = s.InTx(ctx(t), func(q store.Querier) error {
+		_, _ = q.LedgerEntryCreate(ctx(t), &store.LedgerEntryCreateParams{ID: id.New(id.Ledger), AccountID: a.ID,
+			EntryType: "beta_credit_grant", AmountMicros: 99, Now: t0})
+		return errors.New("roll back")
+	})
+	check("rollback")
+}

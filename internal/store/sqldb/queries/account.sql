@@ -25,10 +25,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)
 RETURNING id, account_id, entry_type, amount_micros, reference, description, created_at;
 
 -- name: BalanceGet
--- $2 is "now": a quote past its expiry no longer counts as open even before
--- a sweeper marks it expired.
+-- The ledger and hold totals are running sums on the account row (migration
+-- 011, kept by triggers). $2 is "now": a quote past its expiry no longer
+-- counts as open even before a sweeper marks it expired.
 SELECT
-    (SELECT COALESCE(SUM(amount_micros), 0) FROM ledger_entries WHERE account_id = $1),
-    (SELECT COALESCE(SUM(amount_micros - captured_micros), 0) FROM holds WHERE account_id = $1 AND status = 'active'),
-    (SELECT COUNT(*) FROM holds WHERE account_id = $1 AND status = 'active'),
+    COALESCE((SELECT ledger_micros FROM accounts WHERE id = $1), 0),
+    COALESCE((SELECT held_micros FROM accounts WHERE id = $1), 0),
+    COALESCE((SELECT active_holds FROM accounts WHERE id = $1), 0),
     (SELECT COUNT(*) FROM quotes WHERE account_id = $1 AND status = 'open' AND expires_at > $2);

@@ -119,8 +119,11 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	bill.SetRates(prices)
 	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir})
 	defer projects.Close()
-	jobs := job.New(job.Config{Store: db, Clock: clk, Logger: log.With("component", "jobs"), Billing: bill,
-		Limits: submit.Limits{Presets: submit.DefaultPresets()}})
+	limits := submit.Limits{Presets: submit.DefaultPresets()}
+	if err := submit.ValidatePresets(limits); err != nil {
+		return err
+	}
+	jobs := job.New(job.Config{Store: db, Clock: clk, Logger: log.With("component", "jobs"), Billing: bill, Limits: limits})
 	projects.SetJobs(jobs)
 	api := httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,

@@ -109,8 +109,3 @@ func (s *Server) quoteGet(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, apiv1.QuoteResponse{Account: accountView(p), Quote: billing.QuoteView(q)})
 	return nil
 }
-
-func (s *Server) presets(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, s.jobs.PresetList())
-	return nil
-}

@@ -14,6 +14,13 @@ import (
 // ratesMarker is where docs/pricing.md takes the live rate tables.
 const ratesMarker = "<!-- skiff:rates -->"
 
+// presets answers GET /api/v1/presets: the operator's presets at the
+// current rates.
+func (s *Server) presets(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, s.jobs.PresetList())
+	return nil
+}
+
 // pricingPage serves /docs/pricing: docs/pricing.md with the current rates
 // and presets (GET /api/v1/presets) written in as tables, so that people
 // read the prices the API charges.

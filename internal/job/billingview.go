@@ -1,6 +1,7 @@
 package job
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,22 +21,24 @@ func capacityOf(r submit.Requirements, placementPolicy string) billing.Capacity 
 		Dedicated: placementPolicy == apiv1.PlacementDedicated}
 }
 
+// summaryBilling are the billing fields of a job's summary, in the order
+// they are shown.
+type summaryBilling struct {
+	Estimate  json.RawMessage `json:"billing_estimate,omitempty"`
+	Admission json.RawMessage `json:"billing_admission,omitempty"`
+	Hold      *apiv1.JobHold  `json:"billing_hold,omitempty"`
+	Cost      apiv1.JobCost   `json:"cost"`
+}
+
 // withBilling adds the job's billing to its summary: billing_estimate and
 // billing_admission as admission stored them, billing_hold when the job
 // holds funds, and cost (see apiv1.JobCost). They are read fresh on every
 // view, so a job's summary shows its hold settle and its cost grow.
 func (s *Service) withBilling(ctx context.Context, j *store.Job, summary json.RawMessage) (json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(summary, &m); err != nil {
-		return nil, fmt.Errorf("summary of %s: %w", j.ID, err)
-	}
+	var b summaryBilling
 	var stored map[string]json.RawMessage
 	if json.Unmarshal(j.Billing, &stored) == nil {
-		for _, k := range []string{"billing_estimate", "billing_admission"} {
-			if v, ok := stored[k]; ok {
-				m[k] = v
-			}
-		}
+		b.Estimate, b.Admission = stored["billing_estimate"], stored["billing_admission"]
 	}
 	h, err := s.store.HoldGetByJob(ctx, j.ID)
 	switch {
@@ -48,23 +51,36 @@ func (s *Service) withBilling(ctx context.Context, j *store.Job, summary json.Ra
 	if err != nil {
 		return nil, fmt.Errorf("cost of %s: %w", j.ID, err)
 	}
-	cost := apiv1.JobCost{ChargedUSD: apiv1.USD(meter.CostMicros), MeteredUSD: apiv1.USD(meter.CostMicros),
+	b.Cost = apiv1.JobCost{ChargedUSD: apiv1.USD(meter.CostMicros), MeteredUSD: apiv1.USD(meter.CostMicros),
 		BilledSeconds: meter.BilledSeconds}
 	if h != nil {
-		if m["billing_hold"], err = json.Marshal(billing.JobHoldView(h)); err != nil {
-			return nil, err
-		}
+		v := billing.JobHoldView(h)
+		b.Hold = &v
 		if h.Status == store.HoldActive {
 			// Settlement never charges more than the hold.
-			cost.ChargedUSD = apiv1.USD(min(meter.CostMicros, h.AmountMicros))
+			b.Cost.ChargedUSD = apiv1.USD(min(meter.CostMicros, h.AmountMicros))
 		} else {
-			cost.ChargedUSD = apiv1.USD(h.CapturedMicros)
+			b.Cost.ChargedUSD = apiv1.USD(h.CapturedMicros)
 		}
 	}
-	if m["cost"], err = json.Marshal(cost); err != nil {
+	fields, err := json.Marshal(b)
+	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(m)
+	// The summary is an object the service wrote, without these fields:
+	// they are appended to it rather than decoding and encoding the whole
+	// (possibly large) aggregate again.
+	base := bytes.TrimSpace(summary)
+	if len(base) < 2 || base[0] != '{' || base[len(base)-1] != '}' {
+		return nil, fmt.Errorf("summary of %s is not an object", j.ID)
+	}
+	if len(bytes.TrimSpace(base[1:len(base)-1])) == 0 {
+		return fields, nil
+	}
+	out := make([]byte, 0, len(base)+len(fields))
+	out = append(out, base[:len(base)-1]...)
+	out = append(out, ',')
+	return append(out, fields[1:]...), nil
 }
 
 // PresetList is GET /api/v1/presets: the operator's presets, resolved, at

@@ -171,7 +171,7 @@ func balanceAgrees(t *testing.T, c *apitest.Client) apiv1.Balance {
 func testSubmitShowsBilling(t *testing.T, f *fixture) {
 	c := f.member
 	r := c.Post(t, "/api/v1/jobs", map[string]any{"project": fixtureProject, "runner_command": []string{"/r"},
-		"fan_out": map[string]any{"items": []any{map[string]any{}, map[string]any{}, map[string]any{}}},
+		"fan_out":     map[string]any{"items": []any{map[string]any{}, map[string]any{}, map[string]any{}}},
 		"max_retries": 2, "timeout_s": 600, "reliability_mode": "strict_complete"})
 	var j apiv1.Job
 	r.JSON(t, http.StatusCreated, &j)

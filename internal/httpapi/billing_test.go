@@ -191,7 +191,7 @@ func testSubmitShowsBilling(t *testing.T, f *fixture) {
 		adm.EstimatedHoldUSD != 9*5625 || adm.AvailableUSD != grantMicros || !adm.BalanceSufficient {
 		t.Errorf("billing_admission: got %+v", adm)
 	}
-	if b.Hold == nil || !strings.HasPrefix(b.Hold.ID, "hold_") && b.Hold.ID == "" || b.Hold.Status != "active" ||
+	if b.Hold == nil || !strings.HasPrefix(b.Hold.ID, "hld_") || b.Hold.Status != "active" ||
 		b.Hold.AmountUSD != 9*5625 || b.Hold.CapturedUSD != 0 || b.Hold.SettledAt != nil {
 		t.Errorf("billing_hold: got %+v, want an active hold of 0.050625", b.Hold)
 	}
@@ -514,7 +514,7 @@ func testAccountLists(t *testing.T, f *fixture) {
 		wantKeys(t, "ledger entry", e.(map[string]any), "id", "entry_type", "amount_usd", "reference", "description", "created_at")
 	}
 	if e := l.Entries[0]; e.EntryType != "beta_credit_grant" || e.AmountUSD != 1 || e.Reference != "operator" ||
-		e.Description != "test credit" || !strings.HasPrefix(e.ID, "led_") && e.ID == "" {
+		e.Description != "test credit" || !strings.HasPrefix(e.ID, "led_") {
 		t.Errorf("newest entry: got %+v, want the 0.000001 grant", e)
 	}
 	if !strings.Contains(string(r.Body), `"amount_usd":0.000001`) || !strings.Contains(string(r.Body), `"amount_usd":2.5`) {

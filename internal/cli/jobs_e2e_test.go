@@ -40,7 +40,9 @@ func TestJobsEndToEndSurviveKill9(t *testing.T) {
 		"skiff.project.json": `{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/app"}, "entrypoint": {"command": ["/runner"]}}`,
 		"runner":             string(runner),
 	})
-	var rec struct{ StatusURL string `json:"status_url"` }
+	var rec struct {
+		StatusURL string `json:"status_url"`
+	}
 	c.Do(t, apitest.Request{Method: http.MethodPost, Path: "/api/v1/projects/e2e/push", Body: body,
 		Header: http.Header{"Content-Type": {"application/gzip"}}}).JSON(t, http.StatusAccepted, &rec)
 	waitJSON(t, c, rec.StatusURL, time.Minute, func(m map[string]any) bool { return m["status"] == "published" })

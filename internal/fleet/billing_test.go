@@ -41,7 +41,7 @@ func testMoneyInvariants(t *testing.T, opts harnessOptions) {
 	failing := add(apiv1.JobSubmit{Payload: payload(t, sandboxtest.Payload{Exit: 2, NoResult: true})})
 	add(apiv1.JobSubmit{DependsOn: []string{failing.ID}, Payload: payload(t, sandboxtest.Payload{})})
 	add(apiv1.JobSubmit{RuntimeHintS: ptr[int64](30), TimeoutS: ptr[int64](600),
-		FanOut: &apiv1.JobFanOut{Items: []json.RawMessage{payload(t, sandboxtest.Payload{}), payload(t, sandboxtest.Payload{Exit: 3, NoResult: true})}},
+		FanOut:  &apiv1.JobFanOut{Items: []json.RawMessage{payload(t, sandboxtest.Payload{}), payload(t, sandboxtest.Payload{Exit: 3, NoResult: true})}},
 		Payload: json.RawMessage(`{}`)})
 	cancelled := add(apiv1.JobSubmit{Payload: payload(t, sandboxtest.Payload{SleepMS: 60000})})
 	h.waitFor(cancelled, time.Minute, "attempt running", func(_ []*store.Task, a []*store.Attempt) bool {

@@ -138,7 +138,7 @@ func TestJobTypesInGVisor(t *testing.T) {
 	t.Run("checkpoint resumes a retry", func(t *testing.T) {
 		j := h.wait(h.submit(apiv1.JobSubmit{MaxRetries: ptr[int64](1),
 			Checkpointing: &apiv1.JobCheckpointing{Enabled: ptr(true), ResumeFromLatest: ptr(true)},
-			Payload: payload(t, sandboxtest.Payload{Progress: []string{`{"pct":50,"checkpoint":{"step":7}}`}, ExitUnlessResumed: 1})}), time.Minute)
+			Payload:       payload(t, sandboxtest.Payload{Progress: []string{`{"pct":50,"checkpoint":{"step":7}}`}, ExitUnlessResumed: 1})}), time.Minute)
 		tasks, atts := h.tasks(j)
 		if j.Status != store.JobCompleted || len(atts) != 2 {
 			t.Fatalf("job %s after %d attempts, want completed on the resumed retry", j.Status, len(atts))

@@ -43,4 +43,5 @@ type Querier interface {
 	BillingStore
 	JobStore
 	JobEditStore
+	TaskPageStore
 }

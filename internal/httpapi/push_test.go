@@ -31,6 +31,7 @@ import (
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/project"
+	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/store/sqlite"
 	"github.com/skiffhq/skiff/openapi"
 )
@@ -664,4 +665,41 @@ func (b *lockedBuffer) tail(n int) string {
 		s = "...\n" + s[len(s)-n:]
 	}
 	return s
+}
+
+// TestPushDuringInit: a push while an init prepares the runtime on a host
+// answers 409 with the readiness fields and no active push, and keeps
+// nothing; a preparation abandoned longer than setup_timeout_s ago (a crash)
+// does not block pushes.
+func TestPushDuringInit(t *testing.T) {
+	ts := startPushServer(t)
+	alice := ts.NewAccount(t, "alice")
+	c := ts.Client(alice.Member)
+	c.Post(t, "/api/v1/projects", map[string]any{"name": "app", "setup_timeout_s": 60}).Want(t, http.StatusCreated)
+	p, err := ts.Store.ProjectGetByName(t.Context(), alice.ID, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep := func(at time.Time) {
+		t.Helper()
+		if _, err := ts.Store.RuntimePrepPut(t.Context(), &store.RuntimePrepPutParams{ProjectID: p.ID, HostID: "wkr_test",
+			ContentHash: "sha256:x", ImageDigest: "sha256:y", Status: store.RuntimePreparing, Now: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prep(time.Now())
+	env := pushReq(t, c, "app", ts.project(t, minimalManifest)).Fail(t, http.StatusConflict)
+	for _, k := range []string{"init_state", "ready_for_jobs", "next_action", "active_push"} {
+		if _, ok := env.Raw[k]; !ok {
+			t.Errorf("409 body lacks %s: %v", k, env.Raw)
+		}
+	}
+	if env.Raw["active_push"] != nil || env.Raw["code"] != "init_in_progress" {
+		t.Errorf("409 body: %v, want code init_in_progress and active_push null", env.Raw)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(ts.dataDir, "pushes")); len(entries) != 0 {
+		t.Errorf("a refused push left %d push dirs", len(entries))
+	}
+	prep(time.Now().Add(-2 * time.Minute))
+	pushReq(t, c, "app", ts.project(t, minimalManifest)).Want(t, http.StatusAccepted)
 }

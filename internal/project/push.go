@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/fault"
@@ -44,6 +45,9 @@ func (s *Service) pushDir(pushID string) string { return filepath.Join(s.dataDir
 func (s *Service) Push(ctx context.Context, accountID, name string, body io.Reader) (*PushOutcome, error) {
 	p, err := s.Get(ctx, accountID, name)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.refuseIfInitializing(ctx, p); err != nil {
 		return nil, err
 	}
 	if err := s.refuseIfBusy(ctx, p); err != nil {
@@ -153,6 +157,36 @@ func (s *Service) refuseIfBusy(ctx context.Context, p *store.Project) error {
 			"next_action": "Poll GET /api/v1/projects/" + p.Name + "/pushes/" + active.ID + " until it is terminal, then push again.",
 			"active_push": PushView(p.Name, active),
 		}}
+}
+
+// refuseIfInitializing answers a push with 409 while an init prepares the
+// project's runtime on a host (spec 7: push during another push or init).
+// A preparation older than the project's setup_timeout_s is taken as one a
+// crash abandoned, so that it cannot block pushes for ever.
+func (s *Service) refuseIfInitializing(ctx context.Context, p *store.Project) error {
+	preps, err := s.store.RuntimePrepList(ctx, p.ID)
+	if err != nil {
+		return fmt.Errorf("runtime preparations: %w", err)
+	}
+	timeout := time.Duration(p.SetupTimeoutS) * time.Second
+	for _, r := range preps {
+		if r.Status != store.RuntimePreparing || s.clock.Now().Sub(r.UpdatedAt) > timeout {
+			continue
+		}
+		rd, err := s.Readiness(ctx, p)
+		if err != nil {
+			return err
+		}
+		return &fault.Error{Kind: fault.KindConflict, Code: "init_in_progress",
+			Message: fmt.Sprintf("project %q is being initialized (runtime preparation on a host is in progress)", p.Name),
+			Action:  "Wait until GET /api/v1/projects/" + p.Name + "/status shows the init finished, then push again.",
+			Fields: map[string]any{
+				"init_state": rd.InitState, "ready_for_jobs": rd.ReadyForJobs,
+				"next_action": "Poll GET /api/v1/projects/" + p.Name + "/status until init_state is no longer initializing, then push again.",
+				"active_push": nil,
+			}}
+	}
+	return nil
 }
 
 // checkManifest reads, parses and checks the manifest against the tarball.

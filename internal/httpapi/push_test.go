@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -702,4 +704,40 @@ func TestPushDuringInit(t *testing.T) {
 	}
 	prep(time.Now().Add(-2 * time.Minute))
 	pushReq(t, c, "app", ts.project(t, minimalManifest)).Want(t, http.StatusAccepted)
+}
+
+// TestPushInterruptedUpload: a client that stops sending before the end of
+// its declared body gets a 400 upload_interrupted (not a 500, not "invalid
+// tarball"), and nothing of the push is kept.
+func TestPushInterruptedUpload(t *testing.T) {
+	ts := startPushServer(t)
+	alice := ts.NewAccount(t, "alice")
+	ts.Client(alice.Member).Post(t, "/api/v1/projects", map[string]any{"name": "app"}).Want(t, http.StatusCreated)
+	body := ts.project(t, minimalManifest)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/v1/projects/app/push HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/gzip\r\nContent-Length: %d\r\n\r\n", alice.Member, len(body))
+	if _, err := conn.Write(body[:len(body)/2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(got), "upload_interrupted") {
+		t.Errorf("got %d %s, want 400 upload_interrupted", resp.StatusCode, got)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(ts.dataDir, "pushes")); len(entries) != 0 {
+		t.Errorf("an interrupted push left %d push dirs", len(entries))
+	}
 }

@@ -77,6 +77,13 @@ func (s *Service) Push(ctx context.Context, accountID, name string, body io.Read
 			"Push at most 100 MB of gzip: leave data out of the tarball and fetch it at run time (data_sources) or upload it as an artifact.",
 			"push body is larger than %d bytes", MaxPushBytes)
 	}
+	if counted.failed != nil {
+		// The client went away or the connection broke mid-upload: not a
+		// bad tarball and not the server's fault.
+		return nil, fault.New(fault.KindBadRequest, "upload_interrupted",
+			"Resend the push; nothing of the interrupted one was kept.",
+			"the push body could not be read to its end: %v", counted.failed)
+	}
 	if err != nil {
 		return nil, tarballFault(err)
 	}
@@ -249,6 +256,9 @@ type countingReader struct {
 	n     int64
 	limit int64
 	over  bool
+	// failed is the body's own read error (a client that hung up), kept so
+	// that it is not mistaken for a malformed tarball.
+	failed error
 }
 
 var errPushTooLarge = errors.New("push body too large")
@@ -258,6 +268,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 		return 0, errPushTooLarge
 	}
 	n, err := c.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		c.failed = err
+	}
 	c.n += int64(n)
 	if c.n > c.limit {
 		c.over = true

@@ -87,6 +87,9 @@ func (b *Builder) budArgs(req Request, iidFile string) []string {
 	for _, k := range keys {
 		args = append(args, "--build-arg", k+"="+req.BuildArgs[k])
 	}
+	if req.Target != "" {
+		args = append(args, "--target", req.Target)
+	}
 	return append(args, req.ContextDir)
 }
 

@@ -40,6 +40,9 @@ type Request struct {
 	Tag string
 	// BuildArgs are passed as --build-arg.
 	BuildArgs map[string]string
+	// Target, when set, is the stage to build (--target): the manifest's
+	// build.target.
+	Target string
 	// Timeout bounds the whole build, export and validation included: the
 	// project's setup_timeout_s. Zero means Config.DefaultTimeout.
 	Timeout time.Duration

@@ -371,3 +371,29 @@ RUN ["/usr/local/bin/runner", "write", "/ran.txt", "ok"]
 		t.Errorf("got /ran.txt %q, want ok", got)
 	}
 }
+
+// TestBuildTarget: build.target selects the stage that becomes the image.
+func TestBuildTarget(t *testing.T) {
+	b, _ := newBuilder(t, nil)
+	dir := buildtest.ScratchProject(t, `FROM scratch AS tools
+COPY runner /usr/local/bin/runner
+
+FROM scratch AS app
+COPY runner /other/runner
+`)
+	res, err := b.Build(t.Context(), build.Request{ContextDir: dir, Tag: "target-tools", Target: "tools", Timeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	if _, ok := readImageFile(t, res.LayoutDir, "/usr/local/bin/runner"); !ok {
+		t.Error("target tools: /usr/local/bin/runner missing")
+	}
+	if _, ok := readImageFile(t, res.LayoutDir, "/other/runner"); ok {
+		t.Error("target tools: the later stage's /other/runner is in the image")
+	}
+	if _, err := b.Build(t.Context(), build.Request{ContextDir: dir, Tag: "target-none", Target: "nope", Timeout: 2 * time.Minute}); err == nil {
+		t.Error("an unknown target built")
+	} else if _, ok := build.AsUserError(err); !ok {
+		t.Errorf("unknown target: %v, want a user error", err)
+	}
+}

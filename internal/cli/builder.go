@@ -19,7 +19,7 @@ func (ib imageBuilder) Build(ctx context.Context, req project.BuildRequest) (*pr
 		return nil, fmt.Errorf("dockerfile outside the build context: %w", err)
 	}
 	res, err := ib.b.Build(ctx, build.Request{
-		ContextDir: req.ContextDir, Dockerfile: dockerfile, Tag: req.Tag, BuildArgs: req.BuildArgs,
+		ContextDir: req.ContextDir, Dockerfile: dockerfile, Tag: req.Tag, BuildArgs: req.BuildArgs, Target: req.Target,
 		Timeout: req.Timeout, ValidateExecutables: req.ValidateExecutables, ValidateFiles: req.ValidateFiles, Log: req.Log,
 	})
 	if err != nil {

@@ -130,11 +130,21 @@ type JobOutput struct {
 	OutputTruncated bool `json:"output_truncated"`
 }
 
-// TaskList answers GET /api/v1/jobs/:id/tasks.
+// TaskList answers GET /api/v1/jobs/:id/tasks: one page of the job's tasks
+// in index order.
 type TaskList struct {
-	Tasks []Task `json:"tasks"`
-	Count int    `json:"count"`
+	Tasks  []Task `json:"tasks"`
+	Count  int    `json:"count"` // tasks on this page
+	Total  int64  `json:"total"` // the job's tasks (task_count)
+	Limit  int    `json:"limit"`
+	Offset int    `json:"offset"`
 }
+
+// Paging of GET /api/v1/jobs/:id/tasks (limit 1-TaskPageMaxLimit).
+const (
+	TaskPageDefaultLimit = 1000
+	TaskPageMaxLimit     = 1000
+)
 
 // Task is one task of a job (spec 2.5).
 type Task struct {

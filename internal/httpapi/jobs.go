@@ -339,16 +339,25 @@ func (s *Server) jobOutput(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) jobTasks(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryInt(r, "limit", apiv1.TaskPageDefaultLimit, 1, apiv1.TaskPageMaxLimit)
+	if err != nil {
+		return err
+	}
+	offset, err := queryInt(r, "offset", 0, 0, maxOffset)
+	if err != nil {
+		return err
+	}
 	j, err := s.jobFor(r, "id")
 	if err != nil {
 		return err
 	}
-	tasks, attempts, err := s.jobs.Tasks(r.Context(), j)
+	tasks, attempts, err := s.jobs.TaskPage(r.Context(), j, offset, limit)
 	if err != nil {
 		return err
 	}
 	now := s.clock.Now()
-	out := apiv1.TaskList{Tasks: make([]apiv1.Task, 0, len(tasks)), Count: len(tasks)}
+	out := apiv1.TaskList{Tasks: make([]apiv1.Task, 0, len(tasks)), Count: len(tasks), Total: j.TaskCount,
+		Limit: limit, Offset: offset}
 	for _, t := range tasks {
 		out.Tasks = append(out.Tasks, job.TaskView(t, attempts[t.ID], now))
 	}

@@ -55,37 +55,28 @@ func (s *Server) resultGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tasks, err := s.jobs.TaskRows(r.Context(), j)
+	// The page is read from the store, never the whole job: the summary
+	// comes from the counts (or the summary stored when the job ended) and
+	// result_count and output_count are counted in the store.
+	tasks, err := s.jobs.TaskRowsPage(r.Context(), j, offset, limit)
 	if err != nil {
 		return err
 	}
-	summary, err := s.jobs.SummaryFromTasks(r.Context(), j, tasks)
+	summary, err := s.jobs.SummaryOf(r.Context(), j)
 	if err != nil {
 		return err
 	}
-	out := apiv1.JobResult{ResultCommon: job.ResultCommonView(j, summary), Results: []apiv1.ResultTask{},
+	out := apiv1.JobResult{ResultCommon: job.ResultCommonView(j, summary), Results: make([]apiv1.ResultTask, 0, len(tasks)),
 		Limit: limit, Offset: offset}
-	out.ResultCount, out.OutputCount = resultCounts(tasks)
-	if offset < len(tasks) {
-		for _, t := range tasks[offset:min(len(tasks), offset+limit)] {
-			out.Results = append(out.Results, job.ResultTaskView(t))
-		}
+	if out.ResultCount, out.OutputCount, err = s.jobs.ResultCounts(r.Context(), j); err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		out.Results = append(out.Results, job.ResultTaskView(t))
 	}
 	out.Count = len(out.Results)
 	writeJSON(w, http.StatusOK, out)
 	return nil
-}
-
-func resultCounts(tasks []*store.Task) (results, outputs int) {
-	for _, t := range tasks {
-		if job.HasResult(t) {
-			results++
-		}
-		if t.Output != "" {
-			outputs++
-		}
-	}
-	return results, outputs
 }
 
 func (s *Server) resultList(w http.ResponseWriter, r *http.Request) error {
@@ -157,20 +148,23 @@ func (s *Server) resultListEntry(r *http.Request, j *store.Job, includeTasks boo
 		}
 		return apiv1.ResultListEntry{ResultCommon: job.ResultCommonView(j, summary)}, nil
 	}
-	tasks, err := s.jobs.TaskRows(r.Context(), j)
+	tasks, err := s.jobs.TaskRowsPage(r.Context(), j, 0, apiv1.MaxResultListTasks)
 	if err != nil {
 		return apiv1.ResultListEntry{}, err
 	}
-	summary, err := s.jobs.SummaryFromTasks(r.Context(), j, tasks)
+	summary, err := s.jobs.SummaryOf(r.Context(), j)
 	if err != nil {
 		return apiv1.ResultListEntry{}, err
 	}
-	results := make([]apiv1.ResultTask, 0, min(len(tasks), apiv1.MaxResultListTasks))
-	for _, t := range tasks[:min(len(tasks), apiv1.MaxResultListTasks)] {
+	results := make([]apiv1.ResultTask, 0, len(tasks))
+	for _, t := range tasks {
 		results = append(results, job.ResultTaskView(t))
 	}
-	nr, no := resultCounts(tasks)
-	truncated := len(tasks) > apiv1.MaxResultListTasks
+	nr, no, err := s.jobs.ResultCounts(r.Context(), j)
+	if err != nil {
+		return apiv1.ResultListEntry{}, err
+	}
+	truncated := j.TaskCount > int64(len(tasks))
 	return apiv1.ResultListEntry{ResultCommon: job.ResultCommonView(j, summary), Results: &results,
 		ResultCount: &nr, OutputCount: &no, ResultsTruncated: &truncated}, nil
 }

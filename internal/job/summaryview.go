@@ -42,30 +42,6 @@ func (s *Service) baseSummary(ctx context.Context, j *store.Job) (json.RawMessag
 	return marshalSummary(liveSummary(counts))
 }
 
-// SummaryFromTasks is SummaryOf for a caller that has read the job's tasks
-// already.
-func (s *Service) SummaryFromTasks(ctx context.Context, j *store.Job, tasks []*store.Task) (json.RawMessage, error) {
-	base, err := summaryFromTasks(j, tasks)
-	if err != nil {
-		return nil, err
-	}
-	return s.withBilling(ctx, j, base)
-}
-
-func summaryFromTasks(j *store.Job, tasks []*store.Task) (json.RawMessage, error) {
-	if j.Status.IsTerminal() {
-		if raw, ok := completeSummary(j.Summary); ok {
-			return raw, nil
-		}
-		return marshalSummary(Summarize(j, tasks))
-	}
-	counts := map[store.TaskStatus]int64{}
-	for _, t := range tasks {
-		counts[t.Status]++
-	}
-	return marshalSummary(liveSummary(counts))
-}
-
 // liveSummary is the summary of a job whose tasks still run.
 func liveSummary(counts map[store.TaskStatus]int64) Summary {
 	s := Summary{TaskOutcomeCounts: CountsFrom(counts), AggregateAliases: map[string]any{}}

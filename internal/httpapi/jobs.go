@@ -330,11 +330,11 @@ func (s *Server) jobOutput(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tasks, err := s.jobs.TaskRows(r.Context(), j)
+	out, err := s.jobs.Output(r.Context(), j)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, job.OutputView(tasks))
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -91,15 +91,6 @@ func completeSummary(stored json.RawMessage) (json.RawMessage, bool) {
 	return out, err == nil
 }
 
-// TaskRows lists a job's tasks by index, without their attempts.
-func (s *Service) TaskRows(ctx context.Context, j *store.Job) ([]*store.Task, error) {
-	tasks, err := s.store.TaskList(ctx, j.ID)
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	return tasks, nil
-}
-
 // JobIDsWithOutput says which of jobs have a task with stdout.
 func (s *Service) JobIDsWithOutput(ctx context.Context, jobs []*store.Job) (map[string]bool, error) {
 	ids := make([]string, len(jobs))

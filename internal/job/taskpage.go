@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -46,4 +47,44 @@ func (s *Service) ResultCounts(ctx context.Context, j *store.Job) (results, outp
 		return 0, 0, fmt.Errorf("count results: %w", err)
 	}
 	return int(r), int(o), nil
+}
+
+// outputPage is how many tasks Output reads at a time.
+const outputPage = 500
+
+// Output is GET /jobs/:id/output read a page of tasks at a time, so that a
+// 10,000-task job never has all its outputs in memory: stdout from the
+// first tasks until MaxJobOutputBytes is passed, and the error of the last
+// task that has one, looked for from the end.
+func (s *Service) Output(ctx context.Context, j *store.Job) (apiv1.JobOutput, error) {
+	var head []*store.Task
+	size := 0
+	for off := 0; off < int(j.TaskCount) && size <= MaxJobOutputBytes; off += outputPage {
+		page, err := s.store.TaskListPage(ctx, j.ID, off, outputPage)
+		if err != nil {
+			return apiv1.JobOutput{}, fmt.Errorf("list tasks: %w", err)
+		}
+		for _, t := range page {
+			if t.Output != "" && size <= MaxJobOutputBytes {
+				head = append(head, t)
+				size += len(t.Output) + 1
+			}
+		}
+	}
+	out := OutputView(head)
+	out.Error = nil
+	for end := int(j.TaskCount); end > 0 && out.Error == nil; end -= outputPage {
+		off := max(0, end-outputPage)
+		page, err := s.store.TaskListPage(ctx, j.ID, off, end-off)
+		if err != nil {
+			return apiv1.JobOutput{}, fmt.Errorf("list tasks: %w", err)
+		}
+		for i := len(page) - 1; i >= 0; i-- {
+			if e := taskError(page[i]); e != nil {
+				out.Error = e
+				break
+			}
+		}
+	}
+	return out, nil
 }

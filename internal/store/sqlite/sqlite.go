@@ -27,7 +27,8 @@ var overrides embed.FS
 // SQLite allows one writer at a time, so writes go through a pool of one
 // connection whose transactions start with BEGIN IMMEDIATE: writers queue in
 // Go instead of failing with SQLITE_BUSY on a lock upgrade. Reads use their
-// own pool and run concurrently under WAL.
+// own pool and run concurrently under WAL. Every connection of both pools
+// keeps the statements it has prepared (see cachingConn).
 func Open(ctx context.Context, path string) (*sqldb.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create dir: %w", err)
@@ -43,17 +44,21 @@ func Open(ctx context.Context, path string) (*sqldb.DB, error) {
 		}
 		return "file:" + path + "?" + v.Encode()
 	}
-	w, err := sql.Open("sqlite", dsn("immediate"))
+	w, err := openDB(dsn("immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
 	w.SetMaxOpenConns(1)
-	r, err := sql.Open("sqlite", dsn(""))
+	r, err := openDB(dsn(""))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
+	// Keep every read connection rather than database/sql's default of two
+	// idle ones: opening one costs its pragmas and schema load, and drops the
+	// statements it has prepared.
 	r.SetMaxOpenConns(max(4, runtime.NumCPU()))
+	r.SetMaxIdleConns(max(4, runtime.NumCPU()))
 	if err := w.PingContext(ctx); err != nil {
 		w.Close()
 		r.Close()
@@ -66,6 +71,18 @@ func Open(ctx context.Context, path string) (*sqldb.DB, error) {
 		Overrides:         overrides,
 		IsUniqueViolation: isUniqueViolation,
 	})
+}
+
+// openDB opens dsn with the driver registered as "sqlite" (as sql.Open
+// would), each connection keeping its own prepared statements: parsing SQL
+// is a large share of the pure-Go engine's time, and database/sql would
+// otherwise prepare every query anew on every call.
+func openDB(dsn string) (*sql.DB, error) {
+	c, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(cachingConnector{c}), nil
 }
 
 func isUniqueViolation(err error) bool {

@@ -11,8 +11,10 @@ VALUES ($1, $2, $3, 'active', $4, 0, $5, $5)
 RETURNING id, account_id, job_id, status, amount_micros, captured_micros, created_at, updated_at, settled_at;
 
 -- name: HoldGetByJob
+-- "job_id <> ''" lets the planner use the partial unique index holds_job;
+-- without it every call scans all holds.
 SELECT id, account_id, job_id, status, amount_micros, captured_micros, created_at, updated_at, settled_at
-FROM holds WHERE job_id = $1;
+FROM holds WHERE job_id = $1 AND job_id <> '';
 
 -- name: HoldSettle
 UPDATE holds SET status = $2, captured_micros = $3, settled_at = $4, updated_at = $4

@@ -100,16 +100,7 @@ func (q *queries) QuoteList(ctx context.Context, p *store.QuoteListParams) ([]*s
 }
 
 func (q *queries) AttemptSetCost(ctx context.Context, attemptID string, billedSeconds, costMicros int64) error {
-	res, err := q.write.ExecContext(ctx, q.sql("AttemptSetCost"), attemptID, billedSeconds, costMicros)
-	if err != nil {
-		return q.mapErr(err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		return store.ErrNotFound
-	}
-	return nil
+	return q.execOne(ctx, "AttemptSetCost", attemptID, billedSeconds, costMicros)
 }
 
 func (q *queries) JobChargeTotal(ctx context.Context, jobID string) (int64, error) {

@@ -376,16 +376,7 @@ func (q *queries) TaskGet(ctx context.Context, id string) (*store.Task, error) {
 }
 
 func (q *queries) TaskSetResumeState(ctx context.Context, taskID string, state json.RawMessage) error {
-	res, err := q.write.ExecContext(ctx, q.sql("TaskSetResumeState"), taskID, nullJSON(state))
-	if err != nil {
-		return q.mapErr(err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		return store.ErrNotFound
-	}
-	return nil
+	return q.execOne(ctx, "TaskSetResumeState", taskID, nullJSON(state))
 }
 
 func (q *queries) TaskOpenExists(ctx context.Context, jobID string) (bool, error) {
@@ -542,16 +533,7 @@ func (q *queries) JobDependencyStatuses(ctx context.Context, jobID string) (map[
 }
 
 func (q *queries) JobTouch(ctx context.Context, id string, now time.Time) error {
-	res, err := q.write.ExecContext(ctx, q.sql("JobTouch"), id, micros(now))
-	if err != nil {
-		return q.mapErr(err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		return store.ErrNotFound
-	}
-	return nil
+	return q.execOne(ctx, "JobTouch", id, micros(now))
 }
 
 func (q *queries) AttemptListOpen(ctx context.Context, hostID string) ([]*store.Attempt, error) {

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,7 +18,7 @@ import (
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/sandbox"
-	"github.com/skiffhq/skiff/internal/sandbox/gvisor"
+	"github.com/skiffhq/skiff/internal/sandbox/gvisor/gvisortest"
 	"github.com/skiffhq/skiff/internal/sandbox/process"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 )
@@ -412,30 +410,7 @@ func TestAgentProcess(t *testing.T) {
 // TestAgentGVisor is not parallel: its image unpack writes an executable,
 // which must not overlap the process driver's forks (see image).
 func TestAgentGVisor(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("gvisor: needs root")
-	}
-	runsc := os.Getenv("SKIFF_RUNSC")
-	if runsc == "" {
-		runsc = gvisor.DefaultRunscPath
-	}
-	if _, err := os.Stat(runsc); err != nil {
-		t.Skipf("gvisor: needs runsc at %s: %v", runsc, err)
-	}
-	parent := "skiff-agent-test-" + strings.ToLower(rand.Text()[:10])
-	d, err := gvisor.New(gvisor.Config{RunscPath: runsc, StateDir: t.TempDir(), CgroupParent: parent, Grace: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := d.Cleanup(ctx); err != nil {
-			t.Errorf("Cleanup: %v", err)
-		}
-		// The test's cgroup parent is empty now; rmdir it where it exists.
-		_ = exec.Command("sh", "-c", "rmdir /sys/fs/cgroup/"+parent+" /sys/fs/cgroup/*/"+parent+" 2>/dev/null").Run()
-	})
+	d := gvisortest.Driver(t, "skiff-agent-test")
 	img := newImage(t)
 	fc := newFakeController(t)
 	startAgent(t, fc, d, img)

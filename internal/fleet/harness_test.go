@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,7 +23,7 @@ import (
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/sandbox"
-	"github.com/skiffhq/skiff/internal/sandbox/gvisor"
+	"github.com/skiffhq/skiff/internal/sandbox/gvisor/gvisortest"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 	"github.com/skiffhq/skiff/internal/store"
 )
@@ -50,60 +49,18 @@ type harnessOptions struct {
 	store store.Store // default: a fresh SQLite store
 }
 
-// testLog is the harness log; it is printed when the test fails.
-type testLog struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *testLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func gvisorDriver(t *testing.T) sandbox.Driver {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("gvisor: needs root")
-	}
-	runsc := os.Getenv("SKIFF_RUNSC")
-	if runsc == "" {
-		runsc = gvisor.DefaultRunscPath
-	}
-	if _, err := os.Stat(runsc); err != nil {
-		t.Skipf("gvisor: needs runsc at %s: %v", runsc, err)
-	}
-	parent := "skiff-fleet-test-" + strings.ToLower(rand.Text()[:10])
-	d, err := gvisor.New(gvisor.Config{RunscPath: runsc, StateDir: t.TempDir(), CgroupParent: parent, Grace: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := d.Cleanup(ctx); err != nil {
-			t.Errorf("Cleanup: %v", err)
-		}
-		_ = exec.Command("sh", "-c", "rmdir /sys/fs/cgroup/"+parent+" /sys/fs/cgroup/*/"+parent+" 2>/dev/null").Run()
-	})
-	return d
-}
-
 func newHarness(t *testing.T, opts harnessOptions) *harness {
 	t.Helper()
-	driver := gvisorDriver(t)
+	driver := gvisortest.Driver(t, "skiff-fleet-test")
 	st := opts.store
 	if st == nil {
 		st = apitest.OpenSQLite(t)
 	}
-	logs := &testLog{}
+	logs := &sandboxtest.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {
-			logs.mu.Lock()
-			out := logs.buf.String()
-			logs.mu.Unlock()
+			out := logs.String()
 			if len(out) > 20000 {
 				out = out[len(out)-20000:]
 			}

@@ -134,9 +134,12 @@ func testJobsInGVisor(t *testing.T, opts harnessOptions) {
 		if tasks[0].DeclaredInfra != job.MaxDeclaredInfraRequeues || tasks[0].RetriesUsed != 1 {
 			t.Errorf("task: declared_infra %d, retries_used %d", tasks[0].DeclaredInfra, tasks[0].RetriesUsed)
 		}
-		// The runner's own result is kept on the failed task.
-		if r := sandboxtest.DecodeReport(t, tasks[0].Result); string(r.Payload) == "" {
-			t.Errorf("result: %s", tasks[0].Result)
+		// The runner's own result is kept on the failed task, with the
+		// failure payload's fields added.
+		var res map[string]any
+		if err := json.Unmarshal(tasks[0].Result, &res); err != nil || res["failure_class"] != "infra" ||
+			res["failure_kind"] != job.FailureExit || res["payload"] == nil {
+			t.Errorf("result: %s (%v)", tasks[0].Result, err)
 		}
 	})
 

@@ -384,14 +384,7 @@ func sweep(cfg Config, tasks []Task) Output {
 		}
 		es = append(es, e)
 	}
-	rank(cfg.RankOrder, es)
-	out := Output{Leaderboard: es, Best: json.RawMessage("null")}
-	if len(es) > 0 && es[0].Value != nil {
-		out.Best = raw(es[0])
-	}
-	out.Aggregate = raw(map[string]any{"leaderboard": es, "best": out.Best})
-	out.Aliases = map[string]any{"leaderboard": es, "best": out.Best}
-	return out
+	return ranked(cfg.RankOrder, es, "leaderboard")
 }
 
 // benchmark ranks candidates by the mean of rank_by over their replicas,
@@ -436,12 +429,18 @@ func benchmark(cfg Config, tasks []Task) Output {
 		}
 		es = append(es, *e)
 	}
-	rank(cfg.RankOrder, es)
+	return ranked(cfg.RankOrder, es, "ranking")
+}
+
+// ranked ranks es and shows them, with the best, under name in the
+// aggregate and its aliases.
+func ranked(order string, es []Entry, name string) Output {
+	rank(order, es)
 	out := Output{Leaderboard: es, Best: json.RawMessage("null")}
 	if len(es) > 0 && es[0].Value != nil {
 		out.Best = raw(es[0])
 	}
-	out.Aggregate = raw(map[string]any{"ranking": es, "best": out.Best})
-	out.Aliases = map[string]any{"ranking": es, "best": out.Best}
+	out.Aggregate = raw(map[string]any{name: es, "best": out.Best})
+	out.Aliases = map[string]any{name: es, "best": out.Best}
 	return out
 }

@@ -2,13 +2,10 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 
-	"github.com/skiffhq/skiff/internal/billing"
-	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -36,43 +33,9 @@ func (s *Service) CancelQueued(ctx context.Context, accountID string, p *store.P
 		now := s.clock.Now()
 		var running []string
 		err := s.store.InTx(ctx, func(q store.Querier) error {
-			// As Cancel does: tasks before the job (the store's lock
-			// order), attempts metered, the hold settled and dependents
-			// cancelled with the job.
-			atts, err := q.AttemptList(ctx, j.ID)
-			if err != nil {
-				return err
-			}
-			if running, err = q.TaskCancelOpen(ctx, j.ID, now); err != nil {
-				return err
-			}
-			if err := s.meterCancelled(ctx, q, j, atts, now); err != nil {
-				return err
-			}
-			tasks, err := q.TaskList(ctx, j.ID)
-			if err != nil {
-				return err
-			}
-			summary, err := marshalSummary(Summarize(j, tasks))
-			if err != nil {
-				return err
-			}
-			if _, err := q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: j.ID,
-				From: []store.JobStatus{store.JobPlanning, store.JobQueued}, To: store.JobCancelled,
-				Error: "cancelled: " + reason, RecommendedAction: "Resubmit the job if you still need its results.",
-				Summary: summary, Now: now}); err != nil {
-				return err
-			}
-			if err := billing.Settle(ctx, q, j.ID, now); err != nil {
-				return err
-			}
-			data, _ := json.Marshal(map[string]any{"reason": reason, "via": "cancel_queued", "tag": tag,
-				"killed_attempts": len(running)})
-			if err := q.JobEventCreate(ctx, &store.JobEvent{ID: id.New(id.Event), JobID: j.ID, Kind: "job.cancelled",
-				Data: data, CreatedAt: now}); err != nil {
-				return err
-			}
-			_, err = s.settleDependents(ctx, q, j.ID, now)
+			var err error
+			_, running, err = s.cancelInTx(ctx, q, j, []store.JobStatus{store.JobPlanning, store.JobQueued}, reason,
+				map[string]any{"reason": reason, "via": "cancel_queued", "tag": tag}, now)
 			return err
 		})
 		if errors.Is(err, store.ErrConflict) {

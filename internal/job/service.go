@@ -328,42 +328,8 @@ func (s *Service) Cancel(ctx context.Context, accountID, jobID, reason string) (
 	var job *store.Job
 	var running []string
 	err = s.store.InTx(ctx, func(q store.Querier) error {
-		// Tasks before the job: the store's lock order (task, attempt, job).
-		atts, err := q.AttemptList(ctx, jobID)
-		if err != nil {
-			return err
-		}
-		if running, err = q.TaskCancelOpen(ctx, jobID, now); err != nil {
-			return err
-		}
-		if err := s.meterCancelled(ctx, q, j, atts, now); err != nil {
-			return err
-		}
-		// The summary is stored once here, so reading a cancelled job
-		// never re-reads its tasks.
-		tasks, err := q.TaskList(ctx, jobID)
-		if err != nil {
-			return err
-		}
-		summary, err := json.Marshal(Summarize(j, tasks, atts...))
-		if err != nil {
-			return err
-		}
-		job, err = q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: jobID,
-			From: []store.JobStatus{store.JobPlanning, store.JobQueued, store.JobRunning}, To: store.JobCancelled,
-			Error: "cancelled: " + reason, RecommendedAction: "Resubmit the job if you still need its results.",
-			Summary: summary, Now: now})
-		if err != nil {
-			return err
-		}
-		data, _ := json.Marshal(map[string]any{"reason": reason, "killed_attempts": len(running)})
-		if err := billing.Settle(ctx, q, jobID, now); err != nil {
-			return err
-		}
-		if err := q.JobEventCreate(ctx, &store.JobEvent{ID: id.New(id.Event), JobID: jobID, Kind: "job.cancelled", Data: data, CreatedAt: now}); err != nil {
-			return err
-		}
-		_, err = s.settleDependents(ctx, q, jobID, now)
+		var err error
+		job, running, err = s.cancelInTx(ctx, q, j, cancelStatuses, reason, map[string]any{"reason": reason}, now)
 		return err
 	})
 	if errors.Is(err, store.ErrConflict) {
@@ -379,6 +345,56 @@ func (s *Service) Cancel(ctx context.Context, accountID, jobID, reason string) (
 	}
 	if len(running) > 0 {
 		s.wake()
+	}
+	return job, running, nil
+}
+
+// cancelStatuses are the statuses a job can be cancelled from.
+var cancelStatuses = []store.JobStatus{store.JobPlanning, store.JobQueued, store.JobRunning}
+
+// cancelInTx cancels job j (when it is in one of from) in q's transaction:
+// its open tasks first (the store's lock order: task, attempt, job), the
+// attempts it stops metered to now, its summary stored once (so reading a
+// cancelled job never re-reads its tasks), its hold settled, a
+// job.cancelled event with data plus the number of killed attempts, and
+// the jobs that depended on it cancelled in turn. It returns the cancelled
+// job and the attempts to kill; store.ErrConflict when j is not in from.
+func (s *Service) cancelInTx(ctx context.Context, q store.Querier, j *store.Job, from []store.JobStatus, reason string,
+	data map[string]any, now time.Time) (*store.Job, []string, error) {
+	atts, err := q.AttemptList(ctx, j.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	running, err := q.TaskCancelOpen(ctx, j.ID, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.meterCancelled(ctx, q, j, atts, now); err != nil {
+		return nil, nil, err
+	}
+	tasks, err := q.TaskList(ctx, j.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	summary, err := marshalSummary(Summarize(j, tasks, atts...))
+	if err != nil {
+		return nil, nil, err
+	}
+	job, err := q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: j.ID, From: from, To: store.JobCancelled,
+		Error: "cancelled: " + reason, RecommendedAction: "Resubmit the job if you still need its results.",
+		Summary: summary, Now: now})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := billing.Settle(ctx, q, j.ID, now); err != nil {
+		return nil, nil, err
+	}
+	data["killed_attempts"] = len(running)
+	if err := s.event(ctx, q, j.ID, "", "", "job.cancelled", data, now); err != nil {
+		return nil, nil, err
+	}
+	if _, err := s.settleDependents(ctx, q, j.ID, now); err != nil {
+		return nil, nil, err
 	}
 	return job, running, nil
 }

@@ -34,7 +34,7 @@ func (s *Service) CancelQueued(ctx context.Context, accountID string, p *store.P
 		var running []string
 		err := s.store.InTx(ctx, func(q store.Querier) error {
 			var err error
-			_, running, err = s.cancelInTx(ctx, q, j, []store.JobStatus{store.JobPlanning, store.JobQueued}, reason,
+			_, running, err = s.cancelInTx(ctx, q, j, []store.JobStatus{store.JobPlanning, store.JobQueued}, reason, "",
 				map[string]any{"reason": reason, "via": "cancel_queued", "tag": tag}, now)
 			return err
 		})

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -50,29 +49,17 @@ func (s *Service) settle(ctx context.Context, q store.Querier, id string, now ti
 	sort.Strings(deps)
 	for _, d := range deps {
 		if st := statuses[d]; st == store.JobFailed || st == store.JobCancelled {
-			if _, err := q.TaskCancelOpen(ctx, id, now); err != nil {
-				return false, err
-			}
-			summary, err := s.cancelledSummary(ctx, q, id)
+			j, err := q.JobGetByID(ctx, id)
 			if err != nil {
 				return false, err
 			}
-			_, err = q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: id, From: []store.JobStatus{store.JobPlanning},
-				To: store.JobCancelled, Error: fmt.Sprintf("cancelled: dependency %s ended %s", d, st), Summary: summary,
-				RecommendedAction: "Fix and resubmit the dependency, then resubmit this job with its new id in depends_on.", Now: now})
+			_, _, err = s.cancelInTx(ctx, q, j, []store.JobStatus{store.JobPlanning},
+				fmt.Sprintf("dependency %s ended %s", d, st),
+				"Fix and resubmit the dependency, then resubmit this job with its new id in depends_on.",
+				map[string]any{"reason": "dependency " + string(st), "dependency": d}, now)
 			if errors.Is(err, store.ErrConflict) {
 				return false, nil // no longer planning: decided already
 			}
-			if err != nil {
-				return false, err
-			}
-			if err := billing.Settle(ctx, q, id, now); err != nil {
-				return false, err
-			}
-			if err := s.event(ctx, q, id, "", "", "job.cancelled", map[string]any{"reason": "dependency " + string(st), "dependency": d}, now); err != nil {
-				return false, err
-			}
-			_, err = s.settleDependents(ctx, q, id, now)
 			return false, err
 		}
 	}
@@ -91,17 +78,4 @@ func (s *Service) settle(ctx context.Context, q store.Querier, id string, now ti
 	}
 	data, _ := json.Marshal(map[string]any{"reason": "dependencies ended", "depends_on": deps})
 	return true, s.event(ctx, q, id, "", "", "job.queued", json.RawMessage(data), now)
-}
-
-// cancelledSummary is the summary stored with a job cancelled before it ran.
-func (s *Service) cancelledSummary(ctx context.Context, q store.Querier, id string) (json.RawMessage, error) {
-	j, err := q.JobGetByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	tasks, err := q.TaskList(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(Summarize(j, tasks))
 }

@@ -329,7 +329,7 @@ func (s *Service) Cancel(ctx context.Context, accountID, jobID, reason string) (
 	var running []string
 	err = s.store.InTx(ctx, func(q store.Querier) error {
 		var err error
-		job, running, err = s.cancelInTx(ctx, q, j, cancelStatuses, reason, map[string]any{"reason": reason}, now)
+		job, running, err = s.cancelInTx(ctx, q, j, cancelStatuses, reason, "", map[string]any{"reason": reason}, now)
 		return err
 	})
 	if errors.Is(err, store.ErrConflict) {
@@ -352,15 +352,20 @@ func (s *Service) Cancel(ctx context.Context, accountID, jobID, reason string) (
 // cancelStatuses are the statuses a job can be cancelled from.
 var cancelStatuses = []store.JobStatus{store.JobPlanning, store.JobQueued, store.JobRunning}
 
-// cancelInTx cancels job j (when it is in one of from) in q's transaction:
+// cancelInTx cancels job j (when it is in one of from) in q's transaction,
+// with reason and action ("" for the default) as its error and
+// recommended_action:
 // its open tasks first (the store's lock order: task, attempt, job), the
 // attempts it stops metered to now, its summary stored once (so reading a
 // cancelled job never re-reads its tasks), its hold settled, a
 // job.cancelled event with data plus the number of killed attempts, and
 // the jobs that depended on it cancelled in turn. It returns the cancelled
 // job and the attempts to kill; store.ErrConflict when j is not in from.
-func (s *Service) cancelInTx(ctx context.Context, q store.Querier, j *store.Job, from []store.JobStatus, reason string,
+func (s *Service) cancelInTx(ctx context.Context, q store.Querier, j *store.Job, from []store.JobStatus, reason, action string,
 	data map[string]any, now time.Time) (*store.Job, []string, error) {
+	if action == "" {
+		action = "Resubmit the job if you still need its results."
+	}
 	atts, err := q.AttemptList(ctx, j.ID)
 	if err != nil {
 		return nil, nil, err
@@ -381,8 +386,7 @@ func (s *Service) cancelInTx(ctx context.Context, q store.Querier, j *store.Job,
 		return nil, nil, err
 	}
 	job, err := q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: j.ID, From: from, To: store.JobCancelled,
-		Error: "cancelled: " + reason, RecommendedAction: "Resubmit the job if you still need its results.",
-		Summary: summary, Now: now})
+		Error: "cancelled: " + reason, RecommendedAction: action, Summary: summary, Now: now})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -145,7 +146,7 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 		}
 		p.Result = withFailure(o.Result, failurePayload(d.FailureKind, o, command, cwd, sub.TimeoutS))
 		if !ranRunner {
-			msg := "attempt ended on the platform's side: " + firstNonEmpty(o.HostError, o.SandboxError)
+			msg := "attempt ended on the platform's side: " + cmp.Or(o.HostError, o.SandboxError)
 			if d.TerminalKind == "start_failed" {
 				msg = "the runner could not be started: " + o.SandboxError
 			}
@@ -157,7 +158,7 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 	if ranRunner {
 		data["exit_code"] = o.ExitCode
 	} else {
-		data["reason"] = firstNonEmpty(o.HostError, o.SandboxError)
+		data["reason"] = cmp.Or(o.HostError, o.SandboxError)
 	}
 	if d.FailureKind != "" {
 		data["failure_kind"] = d.FailureKind

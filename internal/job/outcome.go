@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -180,18 +181,9 @@ func combined(o *agentproto.Outcome) string {
 	}
 	b.WriteString(o.Stderr)
 	if b.Len() == 0 {
-		return firstNonEmpty(o.HostError, o.SandboxError)
+		return cmp.Or(o.HostError, o.SandboxError)
 	}
 	return b.String()
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // withFailure is a failed task's result: the failure payload, with the

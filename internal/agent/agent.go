@@ -300,6 +300,9 @@ func (a *Agent) leaseRequest(wait time.Duration) *agentproto.LeaseRequest {
 	ids := make([]string, 0, len(a.running))
 	for id, at := range a.running {
 		ids = append(ids, id)
+		if at.ended {
+			continue // only its report is pending; its sandbox is gone
+		}
 		free.CPU -= at.asg.CPU
 		free.MemoryMB -= at.asg.MemoryMB
 		free.Slots--
@@ -308,6 +311,21 @@ func (a *Agent) leaseRequest(wait time.Duration) *agentproto.LeaseRequest {
 	free.MemoryMB = max(free.MemoryMB, 0)
 	free.Slots = max(free.Slots, 0)
 	return &agentproto.LeaseRequest{HostID: a.hostID, Free: free, Running: ids, WaitS: int(wait / time.Second)}
+}
+
+// liveLocked counts the attempts whose sandboxes have not ended, the ones
+// that hold a slot. An attempt whose finished report is still on its way
+// does not: the controller may hand its slot out again as soon as it has
+// recorded that report, which can reach us before the report's own
+// acknowledgement does. The caller holds a.mu.
+func (a *Agent) liveLocked() int {
+	n := 0
+	for _, at := range a.running {
+		if !at.ended {
+			n++
+		}
+	}
+	return n
 }
 
 func (a *Agent) runningIDs() []string {
@@ -358,7 +376,7 @@ func (a *Agent) start(attemptCtx, reportCtx context.Context, asg agentproto.Assi
 	refuse := ""
 	if a.shutdown {
 		refuse = "host is shutting down"
-	} else if len(a.running) > a.cfg.Capacity.Slots {
+	} else if a.liveLocked() > a.cfg.Capacity.Slots {
 		refuse = "host has no free slot"
 	}
 	go func() {

@@ -25,6 +25,10 @@ type attempt struct {
 
 	mu       sync.Mutex
 	shutdown bool // killed because the host shuts down, not by the controller
+
+	// ended is set (under the agent's mu) once the sandbox is gone and
+	// before the finished report is queued.
+	ended bool
 }
 
 // kill stops the attempt; shutdown says whether the host is going away
@@ -73,6 +77,9 @@ func (at *attempt) run(ctx context.Context, refuse string) {
 	}
 	o.Stdout, o.StdoutTruncated, o.Stderr = out.final()
 	log.Info("attempt finished", "exit_code", o.ExitCode, "timed_out", o.TimedOut, "killed", o.Killed, "host_error", o.HostError)
+	at.a.mu.Lock()
+	at.ended = true
+	at.a.mu.Unlock()
 	at.rep.finish(o, out.tail())
 }
 

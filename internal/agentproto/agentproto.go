@@ -118,8 +118,13 @@ type RegisterResponse struct {
 
 // LeaseRequest asks for work and is the host's heartbeat.
 type LeaseRequest struct {
-	HostID string   `json:"host_id"`
-	Free   Capacity `json:"free"`
+	HostID string `json:"host_id"`
+	// Free is what the host had free when it asked. The controller sizes
+	// assignments by its own record of the host's live attempts instead
+	// (capacity at registration less what it assigned and has not seen
+	// end), because a long poll outlives this figure: a slot that frees
+	// while the request waits is refilled in the same poll.
+	Free Capacity `json:"free"`
 	// Running lists every attempt the host still runs. The controller
 	// compares it with what it assigned: an assigned attempt missing from
 	// Running (assignment lost in transit, host restarted) is lost.

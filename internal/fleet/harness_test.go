@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -43,10 +44,14 @@ type harness struct {
 	images    *ociimage.Cache
 	driver    sandbox.Driver
 	cancel    context.CancelFunc
+	heartbeat time.Duration
 }
 
 type harnessOptions struct {
 	store store.Store // default: a fresh SQLite store
+	// heartbeat is the controller's heartbeat interval and the hosts'
+	// long-poll wait; default 1 s.
+	heartbeat time.Duration
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
@@ -67,7 +72,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 			t.Logf("log:\n%s", out)
 		}
 	})
-	h := &harness{t: t, st: st, log: log, driver: driver, imagesDir: t.TempDir()}
+	h := &harness{t: t, st: st, log: log, driver: driver, imagesDir: t.TempDir(), heartbeat: cmp.Or(opts.heartbeat, time.Second)}
 	h.jobs = job.New(job.Config{Store: st, Clock: clock.System{}, Logger: log})
 
 	layoutDir, digest := sandboxtest.RunnerImage(t)
@@ -117,7 +122,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 // controller restart.
 func (h *harness) start() {
 	h.ctrl = fleet.NewController(fleet.ControllerConfig{Store: h.st, Jobs: h.jobs, Log: h.log, ImagesDir: h.imagesDir,
-		HeartbeatInterval: time.Second, LostAfter: 3 * time.Second, SweepInterval: 200 * time.Millisecond,
+		HeartbeatInterval: h.heartbeat, LostAfter: 3 * h.heartbeat, SweepInterval: 200 * time.Millisecond,
 		RetryAvoidWindow: 30 * time.Second})
 	h.srv = httptest.NewServer(h.ctrl.Handler())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -151,7 +156,7 @@ func (h *harness) host(slots int) (hostID string, stop func()) {
 		Driver:     h.driver, Images: h.images,
 		WorkRoot: filepath.Join(dir, "work"), CacheRoot: filepath.Join(dir, "cache"),
 		Slots: slots, Capacity: agentCapacity(slots),
-		LeaseWait: time.Second, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		LeaseWait: h.heartbeat, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
 		ProgressInterval: 200 * time.Millisecond, ShutdownGrace: 20 * time.Second,
 		Logger: h.log.With("host", hostID),
 	})

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,7 +38,9 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 	}
 	prof, _ := json.Marshal(req.Profile)
 	h := &host{id: hostID, driver: req.Driver, profile: req.Profile, profJSON: prof, capacity: req.Capacity,
-		lastSeen: c.clk.Now(), cancelSent: map[string]time.Time{}}
+		lastSeen: c.clk.Now(), cancelSent: map[string]time.Time{}, held: map[string]held{}}
+	h.lease.Lock()
+	defer h.lease.Unlock()
 	c.mu.Lock()
 	c.hosts[hostID] = h
 	c.mu.Unlock()
@@ -76,13 +77,22 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 	for {
 		c.seen(h)
 		woken := c.wakeChan() // before looking, so that a wake after the look is not missed
-		cancel, err := c.reconcile(ctx, h, req.Running)
+		rec, err := c.reconcile(ctx, h, req.Running)
 		if err != nil {
 			return nil, err
 		}
+		cancel := rec.cancel
 		var asg []agentproto.Assignment
 		if ctx.Err() == nil {
-			if asg, err = c.assign(ctx, h, req.Free); err != nil {
+			// The free capacity is the controller's own view, not the
+			// request's: a long poll outlives the free capacity the host
+			// had when it asked, and a slot freed by an attempt that ended
+			// during the poll must be refilled now, not at the next lease.
+			free, err := c.free(ctx, h, rec)
+			if err != nil {
+				return nil, err
+			}
+			if asg, err = c.assign(ctx, h, free); err != nil {
 				return nil, err
 			}
 		}
@@ -106,12 +116,25 @@ func (c *Controller) seen(h *host) {
 	c.mu.Unlock()
 }
 
+// reconciled is what reconcile found of a host's attempts.
+type reconciled struct {
+	// open are the attempts the store has assigned to the host and not
+	// yet ended, which it runs.
+	open []*store.Attempt
+	// stopping are attempts the host still runs although the controller
+	// ended them (cancelled, declared lost): their sandboxes hold
+	// resources until the host has stopped them.
+	stopping []string
+	// cancel are the ids among stopping to send the host now.
+	cancel []string
+}
+
 // reconcile compares what the host says it runs with what the store says
 // it was given: an open attempt of the host that it does not run is lost
 // (the assignment never arrived, or the host restarted); an attempt it runs
 // that is not open for it any more (cancelled, or already declared lost) is
-// returned, to be stopped.
-func (c *Controller) reconcile(ctx context.Context, h *host, running []string) ([]string, error) {
+// to be stopped, and is sent to the host again once per heartbeat interval.
+func (c *Controller) reconcile(ctx context.Context, h *host, running []string) (*reconciled, error) {
 	open, err := c.st.AttemptListOpen(ctx, h.id)
 	if err != nil {
 		return nil, fmt.Errorf("open attempts of %s: %w", h.id, err)
@@ -120,38 +143,41 @@ func (c *Controller) reconcile(ctx context.Context, h *host, running []string) (
 	for _, id := range running {
 		runs[id] = true
 	}
+	rec := &reconciled{cancel: []string{}}
 	isOpen := make(map[string]bool, len(open))
 	for _, a := range open {
-		isOpen[a.ID] = true
 		if !runs[a.ID] {
 			if err := c.lose(ctx, a, "the host no longer runs it"); err != nil {
 				return nil, err
 			}
+			continue
 		}
+		isOpen[a.ID] = true
+		rec.open = append(rec.open, a)
 	}
-	cancel := []string{}
 	now := c.clk.Now()
 	for _, id := range running {
 		if isOpen[id] {
 			continue
 		}
+		if a, err := c.st.AttemptGet(ctx, id); err == nil && a.HostID == h.id && finishedByHost(a.Status) {
+			// The host reported its end and is delivering or has just had
+			// the acknowledgement: its sandbox is gone, nothing to stop.
+			continue
+		}
+		rec.stopping = append(rec.stopping, id)
 		if sent, ok := h.cancelSent[id]; ok && now.Sub(sent) < c.cfg.HeartbeatInterval {
 			continue
 		}
-		if a, err := c.st.AttemptGet(ctx, id); err == nil && a.HostID == h.id && finishedByHost(a.Status) {
-			// The host reported its end and is delivering or has just had
-			// the acknowledgement: nothing to stop.
-			continue
-		}
 		h.cancelSent[id] = now
-		cancel = append(cancel, id)
+		rec.cancel = append(rec.cancel, id)
 	}
 	for id := range h.cancelSent {
-		if !slices.Contains(running, id) {
+		if !runs[id] {
 			delete(h.cancelSent, id) // stopped and reported
 		}
 	}
-	return cancel, nil
+	return rec, nil
 }
 
 // assign claims the tasks that fit free, best first, and turns them into
@@ -184,6 +210,7 @@ func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capaci
 			continue
 		}
 		out = append(out, *asg)
+		h.held[a.ID] = held{cpu: t.CPU, memoryMB: t.MemoryMB, gpus: t.GPUs}
 		cpu -= t.CPU
 		mem -= t.MemoryMB
 		gpus -= t.GPUs

@@ -1,0 +1,40 @@
+package fleet
+
+import (
+	"slices"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// RefillGaps measures how long a host's freed slots sat idle while work
+// was queued, from the attempts of a job that ran on slots slots: the
+// (slots+k)-th attempt to start could only do so once k+1 attempts had
+// ended, so it refills the slot freed by the k-th end (in order of ending).
+// The gap is from that end to that start, both stamped by the controller
+// (the end when the host's finished report is recorded, the start when its
+// started report is). Attempts that never started are skipped; the result
+// is in order of ending.
+//
+// It is the figure behind the refill test and `skiff bench`'s fan-out
+// line: a host long-polling with a stale free capacity shows up here as
+// gaps of a whole lease interval.
+func RefillGaps(atts []*store.Attempt, slots int) []time.Duration {
+	var starts, ends []time.Time
+	for _, a := range atts {
+		if a.StartedAt == nil {
+			continue
+		}
+		starts = append(starts, *a.StartedAt)
+		if a.EndedAt != nil {
+			ends = append(ends, *a.EndedAt)
+		}
+	}
+	slices.SortFunc(starts, time.Time.Compare)
+	slices.SortFunc(ends, time.Time.Compare)
+	var gaps []time.Duration
+	for k := 0; slots+k < len(starts) && k < len(ends); k++ {
+		gaps = append(gaps, max(starts[slots+k].Sub(ends[k]), 0))
+	}
+	return gaps
+}

@@ -1,0 +1,60 @@
+package fleet_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/fleet"
+	"github.com/skiffhq/skiff/internal/httpapi/apitest"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// TestFreedSlotsRefillAtOnce runs a fan-out of more trivial tasks than the
+// host has slots through a real gVisor host whose long poll is 10 s, and
+// checks from the attempts' times that no freed slot sat idle for a second
+// while tasks were queued. A host told only at its next lease that it has
+// room (the free capacity of its outstanding long poll being stale) would
+// show gaps of a whole lease interval here: 8-10 s.
+func TestFreedSlotsRefillAtOnce(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { testFreedSlotsRefill(t, harnessOptions{heartbeat: 10 * time.Second}) })
+	t.Run("postgres", func(t *testing.T) {
+		testFreedSlotsRefill(t, harnessOptions{store: apitest.OpenPostgres(t), heartbeat: 10 * time.Second})
+	})
+}
+
+func testFreedSlotsRefill(t *testing.T, opts harnessOptions) {
+	const slots, tasks = 2, 40
+	// Generous against noisy machines; the stall this guards against is
+	// a whole lease interval.
+	const idleBound = time.Second
+
+	h := newHarness(t, opts)
+	h.host(slots)
+	items := make([]json.RawMessage, tasks)
+	for i := range items {
+		items[i] = json.RawMessage(fmt.Sprintf(`{"i":%d,"echo":["i"]}`, i))
+	}
+	j := h.wait(h.submit(apiv1.JobSubmit{Payload: json.RawMessage(`{}`), FanOut: &apiv1.JobFanOut{Items: items}}), 3*time.Minute)
+	if j.Status != store.JobCompleted {
+		t.Fatalf("status %s (%s), want completed", j.Status, j.Error)
+	}
+	_, atts := h.tasks(j)
+	if len(atts) != tasks {
+		t.Fatalf("%d attempts, want one per task (%d)", len(atts), tasks)
+	}
+	gaps := fleet.RefillGaps(atts, slots)
+	if len(gaps) != tasks-slots {
+		t.Fatalf("%d refills, want %d", len(gaps), tasks-slots)
+	}
+	for k, g := range gaps {
+		if g > idleBound {
+			t.Errorf("refill %d: a freed slot sat idle %s with tasks queued (bound %s)", k, g, idleBound)
+		}
+	}
+	sorted := slices.Sorted(slices.Values(gaps))
+	t.Logf("refill gaps over %d refills: p50 %s, max %s", len(gaps), sorted[len(sorted)/2], sorted[len(sorted)-1])
+}

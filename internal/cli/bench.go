@@ -32,6 +32,7 @@ type benchFlags struct {
 	warmup      int
 	clients     int
 	submissions int
+	fanOutTasks int
 	poll        time.Duration
 	runsc       string
 	tmpDir      string
@@ -58,7 +59,13 @@ with this binary as its runner ('skiff bench runner': reads the payload, writes
                   default job (1 CPU, 2048 MiB): directories, bundle, runsc run,
                   teardown, result collection.
     Service overhead is p50(service) - p50(bare runsc); target < 50 ms.
- 2. Throughput: the server restarts on the same data dir with --no-local-host,
+ 2. Fan-out: one job of --fanout-tasks trivial tasks (fan_out.items) on the
+    local host, which has one slot per CPU. Reports tasks/s from the job's
+    submitted_at to its completed_at next to the ideal (slots / p50 of the
+    bare runsc run), and the refill gap: for every slot freed while tasks were
+    queued, the time from that attempt's end to the next attempt's start, by
+    the service's own timestamps; target p50 < 20 ms.
+ 3. Throughput: the server restarts on the same data dir with --no-local-host,
     so that jobs are admitted but never run, and --clients concurrent HTTP
     clients POST --submissions single-job submissions (after a warm-up of a
     tenth, at most 200). Reports jobs/s and submit latency, and the CPU time
@@ -79,6 +86,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&f.jobs, "jobs", 50, "timed latency rounds: jobs, bare runsc runs and driver runs each (env SKIFF_JOBS)")
 	fs.IntVar(&f.warmup, "warmup", 3, "untimed latency rounds before the timed ones (env SKIFF_WARMUP)")
 	fs.IntVar(&f.clients, "clients", 32, "concurrent HTTP clients of the throughput phase (env SKIFF_CLIENTS)")
+	fs.IntVar(&f.fanOutTasks, "fanout-tasks", 200, "tasks of the fan-out phase's one job; 0 skips it (env SKIFF_FANOUT_TASKS)")
 	fs.IntVar(&f.submissions, "submissions", 4000, "timed submissions of the throughput phase; 0 skips it (env SKIFF_SUBMISSIONS)")
 	fs.DurationVar(&f.poll, "poll", 20*time.Millisecond, "interval of GET /api/v1/jobs/{id} while a latency job runs; shorter polls load the server and slow the sandbox start on small machines (env SKIFF_POLL)")
 	fs.StringVar(&f.runsc, "runsc", build.DefaultRunscPath, "runsc for the server, the bare runs and the driver runs (env SKIFF_RUNSC)")
@@ -92,9 +100,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if f.jobs < 1 || f.warmup < 0 || f.clients < 1 || f.submissions < 0 || f.poll <= 0 {
+	if f.jobs < 1 || f.warmup < 0 || f.clients < 1 || f.submissions < 0 || f.fanOutTasks < 0 || f.poll <= 0 {
 		fs.Usage()
-		return errors.New("--jobs and --clients must be at least 1, --warmup and --submissions at least 0, --poll positive")
+		return errors.New("--jobs and --clients must be at least 1, --warmup, --fanout-tasks and --submissions at least 0, --poll positive")
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -153,6 +161,11 @@ type benchReport struct {
 	DispatchOverheadMS float64 `json:"dispatch_overhead_ms"` // p50 service - p50 host driver
 	TargetOverheadMS   float64 `json:"target_overhead_ms"`
 	OverheadMet        bool    `json:"overhead_met"`
+
+	FanOut *fanOutResult `json:"fan_out,omitempty"`
+	// TargetRefillGapMS is the target for FanOut.RefillGap's p50.
+	TargetRefillGapMS float64 `json:"target_refill_gap_ms"`
+	RefillGapMet      *bool   `json:"refill_gap_met,omitempty"`
 
 	Throughput *throughputResult `json:"throughput,omitempty"`
 	// TargetJobsPerS applies on 2 cores with SQLite; on other machines the
@@ -237,11 +250,12 @@ func runBenchPhases(ctx context.Context, e *env, f *benchFlags) (*benchReport, e
 
 	rep := &benchReport{Version: Version, CPUs: runtime.NumCPU(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
 		Store: "sqlite", RunscVersion: runscVersion(ctx, f.runsc), PollMS: ms(f.poll),
-		TargetOverheadMS: benchTargetOverheadMS, TargetJobsPerS: benchTargetJobsPerS}
+		TargetOverheadMS: benchTargetOverheadMS, TargetJobsPerS: benchTargetJobsPerS, TargetRefillGapMS: benchFanOutTargetGapMS}
+	slots := runtime.NumCPU()
 
 	progress("starting a throwaway server on %s", dataDir)
 	srv, err := startBenchServer(ctx, benchServerParams{Binary: self, DataDir: dataDir, Runsc: f.runsc,
-		LogPath: filepath.Join(tmp, "server.log")})
+		LogPath: filepath.Join(tmp, "server.log"), HostSlots: slots})
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +293,18 @@ func runBenchPhases(ctx context.Context, e *env, f *benchFlags) (*benchReport, e
 	rep.DispatchOverheadMS = round1(rep.Service.P50MS - rep.HostDriver.P50MS)
 	rep.OverheadMet = rep.ServiceOverheadMS < benchTargetOverheadMS
 	sb.close(progress)
+
+	if f.fanOutTasks > 0 {
+		fo, err := fanOut(ctx, client, f.fanOutTasks, slots, rep.BareRunsc.P50MS, progress)
+		if err != nil {
+			return nil, err
+		}
+		rep.FanOut = fo
+		if fo.RefillGap != nil {
+			met := fo.RefillGap.P50MS < benchFanOutTargetGapMS
+			rep.RefillGapMet = &met
+		}
+	}
 
 	if f.submissions == 0 {
 		return rep, nil
@@ -330,6 +356,16 @@ func (r *benchReport) writeText(w io.Writer) {
 	}
 	p("Service overhead (p50 service - p50 bare runsc): %.1f ms; target < %.0f ms: %s", r.ServiceOverheadMS, r.TargetOverheadMS, verdict(r.OverheadMet))
 	p("  host driver over bare runsc: %.1f ms; dispatch, API and store (service over host driver): %.1f ms", r.DriverOverheadMS, r.DispatchOverheadMS)
+	if fo := r.FanOut; fo != nil {
+		p("")
+		p("Fan-out: one job of %d trivial tasks on the local host's %d slots:", fo.Tasks, fo.Slots)
+		p("  %.1f tasks/s in %.2f s (ideal, slots / p50 bare runsc: %.1f tasks/s)", fo.TasksPerS, fo.Seconds, fo.IdealTasksPerS)
+		if g := fo.RefillGap; g != nil {
+			p("  refill gap (a freed slot's end to the next start on it): p50 %.1f ms, p95 %.1f ms, max %.1f ms (n=%d)",
+				g.P50MS, g.P95MS, g.MaxMS, g.N)
+			p("Refill gap p50 target < %.0f ms: %s", r.TargetRefillGapMS, verdict(*r.RefillGapMet))
+		}
+	}
 	if t := r.Throughput; t != nil {
 		p("")
 		p("Single-job submissions over HTTP, %d clients, %d jobs (server without a local host: admission only):", t.Clients, t.Submissions)

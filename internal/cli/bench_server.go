@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +25,7 @@ type benchServerParams struct {
 	Runsc       string
 	LogPath     string // the server's JSON log is copied here
 	NoLocalHost bool
+	HostSlots   int // the local host's slots; 0: the server's default
 }
 
 // benchServer is a `skiff server` subprocess in its own process group, so
@@ -47,6 +49,9 @@ func startBenchServer(ctx context.Context, p benchServerParams) (*benchServer, e
 	args := []string{"server", "--listen", "127.0.0.1:0", "--data-dir", p.DataDir, "--runsc", p.Runsc, "--log-level", "info"}
 	if p.NoLocalHost {
 		args = append(args, "--no-local-host")
+	}
+	if p.HostSlots > 0 {
+		args = append(args, "--host-slots", strconv.Itoa(p.HostSlots))
 	}
 	cmd := exec.Command(p.Binary, args...)
 	// The caller's SKIFF_* settings are for the bench, not for its server:

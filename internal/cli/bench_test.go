@@ -20,7 +20,7 @@ func TestBenchHelp(t *testing.T) {
 	if code != 0 || stdout != "" {
 		t.Fatalf("bench --help: got exit %d, stdout %q; want 0 and help on stderr only", code, stdout)
 	}
-	for _, f := range []string{"jobs", "warmup", "clients", "submissions", "poll", "runsc", "tmp-dir", "keep", "json"} {
+	for _, f := range []string{"jobs", "warmup", "clients", "submissions", "fanout-tasks", "poll", "runsc", "tmp-dir", "keep", "json"} {
 		if !explains(stderr, f) {
 			t.Errorf("bench help does not explain -%s with its environment twin:\n%s", f, stderr)
 		}

@@ -46,7 +46,8 @@ func testFreedSlotsRefill(t *testing.T, opts harnessOptions) {
 	if len(atts) != tasks {
 		t.Fatalf("%d attempts, want one per task (%d)", len(atts), tasks)
 	}
-	gaps := fleet.RefillGaps(atts, slots)
+	starts, ends := fleet.AttemptSpans(atts)
+	gaps := fleet.RefillGaps(starts, ends, slots)
 	if len(gaps) != tasks-slots {
 		t.Fatalf("%d refills, want %d", len(gaps), tasks-slots)
 	}
@@ -57,4 +58,24 @@ func testFreedSlotsRefill(t *testing.T, opts harnessOptions) {
 	}
 	sorted := slices.Sorted(slices.Values(gaps))
 	t.Logf("refill gaps over %d refills: p50 %s, max %s", len(gaps), sorted[len(sorted)/2], sorted[len(sorted)-1])
+}
+
+func TestRefillGaps(t *testing.T) {
+	at := func(ms ...int) []time.Time {
+		var ts []time.Time
+		for _, m := range ms {
+			ts = append(ts, time.Unix(0, 0).Add(time.Duration(m)*time.Millisecond))
+		}
+		return ts
+	}
+	// Two slots: starts at 0 and 1; ends at 100 and 150 are refilled at
+	// 105 and 1150 (a stalled slot); the last two ends refill nothing.
+	gaps := fleet.RefillGaps(at(0, 1, 1150, 105), at(100, 150, 1200, 1300), 2)
+	want := []time.Duration{5 * time.Millisecond, 1000 * time.Millisecond}
+	if !slices.Equal(gaps, want) {
+		t.Fatalf("gaps %v, want %v", gaps, want)
+	}
+	if g := fleet.RefillGaps(at(0, 1), at(5, 6), 2); len(g) != 0 {
+		t.Fatalf("no refill: got %v", g)
+	}
 }

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/fleet"
+)
+
+// fanOutResult is the fan-out phase's figures: one job of many trivial
+// tasks through the real local host, which has Slots slots.
+type fanOutResult struct {
+	Tasks int `json:"tasks"`
+	Slots int `json:"slots"`
+	// Seconds runs from the job's submitted_at to its completed_at.
+	Seconds   float64 `json:"seconds"`
+	TasksPerS float64 `json:"tasks_per_s"`
+	// IdealTasksPerS is slots / p50 of a bare `runsc run`: every slot busy
+	// all the time with sandboxes that cost nothing but runsc's start.
+	IdealTasksPerS float64 `json:"ideal_tasks_per_s"`
+	// RefillGap is, per freed slot while tasks were queued, the time from
+	// the attempt's end to the next attempt's start (fleet.RefillGaps).
+	RefillGap *latencyStat `json:"refill_gap"`
+}
+
+// benchFanOutTargetGapMS is issue 7's target for the refill gap's p50.
+const benchFanOutTargetGapMS = 20.0
+
+// fanOut submits one fan-out job of n trivial tasks, waits for it and
+// measures it from the service's own timestamps.
+func fanOut(ctx context.Context, c *benchClient, n, slots int, bareP50MS float64, progress func(string, ...any)) (*fanOutResult, error) {
+	items := make([]map[string]int, n)
+	for i := range items {
+		items[i] = map[string]int{"i": i}
+	}
+	body, _ := json.Marshal(map[string]any{
+		"project": benchProjectName, "runner_command": benchRunnerArgs, "payload": map[string]any{},
+		"fan_out": map[string]any{"items": items}, "timeout_s": benchJobTimeoutS,
+	})
+	progress("fan-out: one job of %d trivial tasks on the local host's %d slots", n, slots)
+	var j benchJob
+	if _, err := c.do(ctx, "POST", "/api/v1/jobs", "application/json", body, &j); err != nil {
+		return nil, err
+	}
+	// Generous: a host stalled a lease interval per wave still finishes.
+	deadline := time.Now().Add(time.Duration(n)*benchJobTimeoutS*time.Second/time.Duration(max(slots, 1)) + time.Minute)
+	last := time.Now()
+	for !j.terminal() {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if _, err := c.do(ctx, "GET", "/api/v1/jobs/"+j.ID, "", nil, &j); err != nil {
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("fan-out job %s still %s", j.ID, j.Status)
+		}
+		if time.Since(last) > 5*time.Second {
+			progress("fan-out: job %s", j.Status)
+			last = time.Now()
+		}
+	}
+	if j.Status != "completed" || j.CompletedAt == nil {
+		return nil, fmt.Errorf("fan-out job %s ended %s, want completed", j.ID, j.Status)
+	}
+	var starts, ends []time.Time
+	for offset := 0; offset < n; offset += 1000 {
+		var page struct {
+			Tasks []struct {
+				Attempts []struct {
+					StartedAt *time.Time `json:"started_at"`
+					EndedAt   *time.Time `json:"ended_at"`
+				} `json:"attempts"`
+			} `json:"tasks"`
+		}
+		if _, err := c.do(ctx, "GET", fmt.Sprintf("/api/v1/jobs/%s/tasks?limit=1000&offset=%d", j.ID, offset), "", nil, &page); err != nil {
+			return nil, err
+		}
+		for _, t := range page.Tasks {
+			for _, a := range t.Attempts {
+				if a.StartedAt == nil {
+					continue
+				}
+				starts = append(starts, *a.StartedAt)
+				if a.EndedAt != nil {
+					ends = append(ends, *a.EndedAt)
+				}
+			}
+		}
+	}
+	secs := j.CompletedAt.Sub(j.SubmittedAt).Seconds()
+	r := &fanOutResult{Tasks: n, Slots: slots, Seconds: math.Round(secs*100) / 100,
+		RefillGap: summarize(fleet.RefillGaps(starts, ends, slots))}
+	if secs > 0 {
+		r.TasksPerS = round1(float64(n) / secs)
+	}
+	if bareP50MS > 0 {
+		r.IdealTasksPerS = round1(float64(slots) / (bareP50MS / 1000))
+	}
+	return r, nil
+}

@@ -88,14 +88,21 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	}
 	h.start()
 
+	h.accountID = fundedProject(t, st, clock.System{}, digest)
+	return h
+}
+
+// fundedProject creates an account with 100 USD of credit and a published
+// project "runner" whose image is digest, and returns the account's id.
+func fundedProject(t *testing.T, st store.Store, clk clock.Clock, digest string) string {
+	t.Helper()
 	ctx := context.Background()
-	now := time.Now().UTC()
+	now := clk.Now()
 	acc, err := st.AccountCreate(ctx, &store.AccountCreateParams{ID: id.New(id.Account), Name: "fleet-" + strings.ToLower(rand.Text()[:6]), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.accountID = acc.ID
-	if _, err := billing.New(st, clock.System{}).GrantCredit(ctx, acc.ID, 100_000_000, "test"); err != nil {
+	if _, err := billing.New(st, clk).GrantCredit(ctx, acc.ID, 100_000_000, "test"); err != nil {
 		t.Fatal(err)
 	}
 	p, err := st.ProjectCreate(ctx, &store.ProjectWriteParams{ID: id.New(id.Project), AccountID: acc.ID, Name: "runner",
@@ -115,7 +122,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	if _, err := st.PushFinish(ctx, &store.PushFinishParams{ID: pu.ID, Status: store.PushPublished, ImageDigest: digest, Now: now}); err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return acc.ID
 }
 
 // start runs a controller over h's store; a second start after stop is a

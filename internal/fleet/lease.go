@@ -47,6 +47,9 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 	if _, err := c.reconcile(ctx, h, req.Running); err != nil {
 		return nil, err
 	}
+	// Registration answers no cancels: the first lease must send them, so
+	// none counts as sent yet.
+	clear(h.cancelSent)
 	c.log.Info("host registered", "host_id", hostID, "driver", req.Driver, "cpu", req.Capacity.CPU,
 		"memory_mb", req.Capacity.MemoryMB, "slots", req.Capacity.Slots, "running", len(req.Running))
 	c.Wake()

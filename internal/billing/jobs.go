@@ -59,10 +59,7 @@ type JobBilling struct {
 func (s *Service) Quote(shape JobShape) (JobBilling, int64) {
 	r := s.rates.Rates()
 	rate := r.BilledMicrosPerHour(shape.Capacity)
-	capS := shape.TimeoutS
-	if shape.RuntimeHintS > 0 && shape.RuntimeHintS < capS {
-		capS = shape.RuntimeHintS
-	}
+	capS := RuntimeCap(shape.TimeoutS, shape.RuntimeHintS)
 	secs, perAttempt := AttemptCost(rate, time.Duration(capS)*time.Second, capS)
 	attempts := 1 + shape.MaxRetries
 	total := int64(shape.Tasks) * int64(attempts) * perAttempt
@@ -76,6 +73,23 @@ func (s *Service) Quote(shape JobShape) (JobBilling, int64) {
 		Admission: Admission{ResourceClass: ResourceClass(shape), RuntimeClass: RuntimeClass(capS),
 			ReliabilityMode: shape.ReliabilityMode, EstimatedHoldUSD: apiv1.USD(total)},
 	}, rate
+}
+
+// RuntimeCap is the runtime an estimate holds for each attempt: timeout_s,
+// or runtime_hint_s when it is set and smaller.
+func RuntimeCap(timeoutS, runtimeHintS int64) int64 {
+	if runtimeHintS > 0 && runtimeHintS < timeoutS {
+		return runtimeHintS
+	}
+	return timeoutS
+}
+
+// AttemptEstimate is what one attempt is held for at rate (micro-USD per
+// hour) with a runtime cap of capS: the attempt as metering would bill it
+// had it run the whole cap.
+func AttemptEstimate(rate, capS int64) int64 {
+	_, micros := AttemptCost(rate, time.Duration(capS)*time.Second, capS)
+	return micros
 }
 
 // ResourceClass names a capacity class, e.g. "cpu-2c-4096mb" or
@@ -131,6 +145,30 @@ func (s *Service) Reserve(ctx context.Context, q store.Querier, accountID, jobID
 		return nil, avail, fmt.Errorf("create hold: %w", err)
 	}
 	return h, avail, nil
+}
+
+// Grow raises a job's active hold h to amount in q's transaction, after
+// locking the account as Reserve does, so that the increase comes out of
+// the available balance. It returns the balance available before the
+// increase; ErrInsufficient (wrapped) when that does not cover it, and
+// store.ErrConflict when the hold changed since it was read.
+func (s *Service) Grow(ctx context.Context, q store.Querier, h *store.Hold, amount int64, now time.Time) (*store.Hold, int64, error) {
+	if err := q.AccountLock(ctx, h.AccountID); err != nil {
+		return nil, 0, fmt.Errorf("lock account: %w", err)
+	}
+	bal, err := q.BalanceGet(ctx, h.AccountID, now)
+	if err != nil {
+		return nil, 0, fmt.Errorf("balance: %w", err)
+	}
+	avail := bal.AvailableMicros()
+	if more := amount - h.AmountMicros; more > avail {
+		return nil, avail, fmt.Errorf("%w: need %s USD more, %s USD available", ErrInsufficient, apiv1.USD(more), apiv1.USD(avail))
+	}
+	grown, err := q.HoldGrow(ctx, &store.HoldGrowParams{ID: h.ID, PrevAmountMicros: h.AmountMicros, AmountMicros: amount, Now: now})
+	if err != nil {
+		return nil, avail, fmt.Errorf("grow hold %s: %w", h.ID, err)
+	}
+	return grown, avail, nil
 }
 
 // Settle ends a terminal job's hold, exactly once, in q's transaction (the

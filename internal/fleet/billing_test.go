@@ -43,6 +43,24 @@ func testMoneyInvariants(t *testing.T, opts harnessOptions) {
 	add(apiv1.JobSubmit{RuntimeHintS: ptr[int64](30), TimeoutS: ptr[int64](600),
 		FanOut:  &apiv1.JobFanOut{Items: []json.RawMessage{payload(t, sandboxtest.Payload{}), payload(t, sandboxtest.Payload{Exit: 3, NoResult: true})}},
 		Payload: json.RawMessage(`{}`)})
+	// Requirement edits re-price: one edited while its first attempt runs
+	// (that attempt is metered at its claim's rate, the retry at the new
+	// one, and the hold grows), one edited while it waits on a dependency.
+	edited := add(apiv1.JobSubmit{MaxRetries: ptr[int64](1), Payload: payload(t, sandboxtest.Payload{SleepMS: 5000, Exit: 4, NoResult: true})})
+	h.waitFor(edited, time.Minute, "attempt running", func(_ []*store.Task, a []*store.Attempt) bool {
+		return len(a) == 1 && a[0].Status == store.AttemptRunning
+	})
+	edit := func(j *store.Job, memoryMB string) {
+		t.Helper()
+		if _, err := h.jobs.EditRequirements(context.Background(), h.accountID, j.ID,
+			map[string]json.RawMessage{"memory_mb": json.RawMessage(memoryMB)}); err != nil {
+			t.Fatalf("edit %s: %v", j.ID, err)
+		}
+	}
+	edit(edited, "512")
+	slow := add(apiv1.JobSubmit{Payload: payload(t, sandboxtest.Payload{SleepMS: 3000})})
+	waiting := add(apiv1.JobSubmit{DependsOn: []string{slow.ID}, Payload: payload(t, sandboxtest.Payload{})})
+	edit(waiting, "768")
 	cancelled := add(apiv1.JobSubmit{Payload: payload(t, sandboxtest.Payload{SleepMS: 60000})})
 	h.waitFor(cancelled, time.Minute, "attempt running", func(_ []*store.Task, a []*store.Attempt) bool {
 		return len(a) == 1 && a[0].Status == store.AttemptRunning
@@ -64,6 +82,30 @@ func testMoneyInvariants(t *testing.T, opts harnessOptions) {
 		h.wait(j, 2*time.Minute)
 	}
 	checkMoney(t, h, jobs)
+
+	// The edited job's attempts ran at two rates: its first (running when
+	// the edit came) at the one it was admitted at, every later one (the
+	// retry, and any free requeue of it after the restart) at the new one.
+	after, err := h.st.JobGetByID(context.Background(), edited.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.RateMicrosPerHour <= edited.RateMicrosPerHour {
+		t.Errorf("edited job: rate %d -> %d, want it raised", edited.RateMicrosPerHour, after.RateMicrosPerHour)
+	}
+	_, atts := h.tasks(edited)
+	if len(atts) < 2 {
+		t.Fatalf("edited job: got %d attempts, want the failed first one and its retry", len(atts))
+	}
+	for i, a := range atts {
+		rate, mem := after.RateMicrosPerHour, int64(512)
+		if i == 0 {
+			rate, mem = edited.RateMicrosPerHour, 256
+		}
+		if a.RateMicrosPerHour != rate || a.MemoryMB != mem {
+			t.Errorf("edited job attempt %d (%s): got rate %d, %d MB; want %d, %d MB", a.Number, a.Status, a.RateMicrosPerHour, a.MemoryMB, rate, mem)
+		}
+	}
 }
 
 // checkMoney asserts the billing invariants of issue 5 from the store.
@@ -103,8 +145,13 @@ func checkMoney(t *testing.T, h *harness, jobs []*store.Job) {
 				if a.BilledSeconds < billing.MinBilledSeconds || a.BilledSeconds > ceiling {
 					t.Errorf("job %s attempt %d: billed %d s, want %d..%d", j.ID, a.Number, a.BilledSeconds, billing.MinBilledSeconds, ceiling)
 				}
-				if want := (j.RateMicrosPerHour*a.BilledSeconds + 3599) / 3600; a.CostMicros != want {
-					t.Errorf("job %s attempt %d: cost %d, want %d (rate %d/h x %d s, rounded up)", j.ID, a.Number, a.CostMicros, want, j.RateMicrosPerHour, a.BilledSeconds)
+				// Metered at the rate the attempt was claimed at: the job's,
+				// unless a requirements edit re-priced the job since.
+				if a.RateMicrosPerHour <= 0 {
+					t.Errorf("job %s attempt %d: no rate recorded", j.ID, a.Number)
+				}
+				if want := (a.RateMicrosPerHour*a.BilledSeconds + 3599) / 3600; a.CostMicros != want {
+					t.Errorf("job %s attempt %d: cost %d, want %d (rate %d/h x %d s, rounded up)", j.ID, a.Number, a.CostMicros, want, a.RateMicrosPerHour, a.BilledSeconds)
 				}
 			case store.AttemptCancelled:
 				if a.StartedAt == nil && a.CostMicros != 0 {

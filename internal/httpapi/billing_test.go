@@ -37,6 +37,11 @@ func billingSuite() []apiCase {
 		{"settlement", testSettlement},
 		{"settlement_captured_and_released", testSettlementCapturedAndReleased},
 		{"presets_and_pricing", testPresetsAndPricing},
+		{"reprice_within_hold", testRepriceWithinHold},
+		{"reprice_grows_hold", testRepriceGrowsHold},
+		{"reprice_shortfall", testRepriceShortfall},
+		{"reprice_running_attempt", testRepriceRunningAttempt},
+		{"reprice_cancel_running", testRepriceCancelRunning},
 	}
 }
 

@@ -708,9 +708,8 @@ func testEditRequirements(t *testing.T, f *fixture) {
 		t.Helper()
 		return f.member.Do(t, apitest.Request{Method: "PATCH", Path: jobPath(j.ID, "/requirements"), Body: body, Check: check})
 	}
-	// A job keeps the rate it was admitted at, so only changes that keep
-	// its price are applied. At the default rates a core costs as much as
-	// 8 GiB: 2 cores and 4096 MB are priced as 1 core and 12288 MB.
+	// At the default rates a core costs as much as 8 GiB: 2 cores and
+	// 4096 MB are priced as 1 core and 12288 MB, so the job keeps its rate.
 	var got apiv1.Job
 	r := patch(map[string]any{"cpu": 1, "memory_mb": 12288}, apitest.MustMatch)
 	wantKeys(t, "edited job", r.Object(t, http.StatusOK), jobObjectKeys...)
@@ -761,20 +760,11 @@ func testEditRequirements(t *testing.T, f *fixture) {
 		t.Errorf("queued task: got %s", mustJSON(t, rq))
 	}
 
-	// Changes of the billed rate, dearer or cheaper, are refused and change
-	// nothing: cancel and resubmit.
-	priced := mustJSON(t, getJob(t, f.member, j.ID).Requirements)
-	for _, body := range []map[string]any{{"cpu": 4}, {"gpu_count": 2}, {"profile": "gpu"}, {"memory_mb": 2048},
-		{"requirements": map[string]any{"cpu": 2, "memory_mb": 8192}}} {
-		env := patch(body, apitest.MustMatch).Fail(t, http.StatusUnprocessableEntity)
-		if env.Code != "requirements_change_rate" || !strings.Contains(env.RecommendedAction, "/cancel") ||
-			env.Details["current_rate_usd_per_hour"] != 0.0675 || env.Details["new_rate_usd_per_hour"] == nil {
-			t.Errorf("patch %v: got %s %q %v, want requirements_change_rate from 0.0675 USD per hour, advising cancel",
-				body, env.Code, env.RecommendedAction, env.Details)
-		}
-	}
-	if after := mustJSON(t, getJob(t, f.member, j.ID).Requirements); string(after) != string(priced) {
-		t.Errorf("refused rate changes changed requirements: %s -> %s", priced, after)
+	// Capacity priced the same keeps the job's rate and its hold: the
+	// estimate is still the admitted one (re-pricing is billing_test.go's).
+	if b := billingOf(t, getJob(t, f.member, j.ID).Summary); b.Estimate.RateUSDPerHour != 67_500 ||
+		b.Hold == nil || b.Hold.AmountUSD != 3*67_500 {
+		t.Errorf("after edits that keep the price: got estimate %+v hold %+v, want 0.0675 USD per hour, 3 attempts held", b.Estimate, b.Hold)
 	}
 
 	const v, m = apitest.MustViolate, apitest.MustMatch

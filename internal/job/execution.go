@@ -116,9 +116,11 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 	}
 	ranRunner := o.HostError == "" && o.SandboxError == ""
 	if (d.Attempt == store.AttemptSucceeded || d.Attempt == store.AttemptFailed) && d.TerminalKind != "start_failed" {
-		// Metered from sandbox start to exit. Attempts the platform lost,
-		// exit-137 requeues and runner-declared infra failures are free.
-		p.BilledSeconds, p.CostMicros = billing.AttemptCost(j.RateMicrosPerHour, o.EndedAt.Sub(o.StartedAt), sub.TimeoutS)
+		// Metered from sandbox start to exit, at the rate the attempt was
+		// claimed at (a later requirements edit does not change it).
+		// Attempts the platform lost, exit-137 requeues and runner-declared
+		// infra failures are free.
+		p.BilledSeconds, p.CostMicros = billing.AttemptCost(attemptRate(a, j), o.EndedAt.Sub(o.StartedAt), sub.TimeoutS)
 	}
 	if ranRunner {
 		// The attempt's own output replaces the previous attempt's (spec

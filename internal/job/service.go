@@ -455,7 +455,7 @@ func (s *Service) meterCancelled(ctx context.Context, q store.Querier, j *store.
 			}
 			timeoutS = sub.TimeoutS
 		}
-		secs, cost := billing.AttemptCost(j.RateMicrosPerHour, now.Sub(*a.StartedAt), timeoutS)
+		secs, cost := billing.AttemptCost(attemptRate(a, j), now.Sub(*a.StartedAt), timeoutS)
 		if err := q.AttemptSetCost(ctx, a.ID, secs, cost); err != nil {
 			return fmt.Errorf("meter cancelled attempt %s: %w", a.ID, err)
 		}

@@ -42,6 +42,17 @@ type HoldSettleParams struct {
 	Now            time.Time
 }
 
+// HoldGrowParams raises an active hold to AmountMicros (a requirements
+// edit that re-priced its job, PATCH /jobs/:id/requirements). Guarded: the
+// hold must still be active and still hold PrevAmountMicros, what the
+// caller read in its transaction, and AmountMicros must be more.
+type HoldGrowParams struct {
+	ID               string
+	PrevAmountMicros int64
+	AmountMicros     int64
+	Now              time.Time
+}
+
 // Paged list filters. An empty filter value means any; Limit > 0.
 type (
 	LedgerListParams struct {
@@ -89,6 +100,11 @@ type BillingStore interface {
 	// HoldSettle ends an active hold; ErrConflict when it is not active
 	// (settled already).
 	HoldSettle(ctx context.Context, p *HoldSettleParams) (*Hold, error)
+	// HoldGrow raises an active hold's amount; ErrConflict when it is not
+	// active, no longer holds p.PrevAmountMicros, or p.AmountMicros is not
+	// more; ErrNotFound when there is no such hold. Call it after
+	// AccountLock and a balance check, as HoldCreate.
+	HoldGrow(ctx context.Context, p *HoldGrowParams) (*Hold, error)
 	HoldList(ctx context.Context, p *HoldListParams) ([]*Hold, int, error)
 	// LedgerList pages an account's entries, newest first.
 	LedgerList(ctx context.Context, p *LedgerListParams) ([]*LedgerEntry, int, error)

@@ -105,7 +105,9 @@ type Job struct {
 	Variant           *string
 	TaskCount         int64
 	// RateMicrosPerHour is the billed rate (market plus markup) of the
-	// job's capacity class when it was admitted; attempts are metered at it.
+	// job's current requirements: the rate it was admitted at, until a
+	// requirements edit re-prices it. Each attempt records the rate of its
+	// claim and is metered at that.
 	RateMicrosPerHour int64
 	// Billing is the billing estimate and admission shown in the summary.
 	Billing     json.RawMessage
@@ -169,10 +171,19 @@ type Attempt struct {
 	// while it runs and for attempts the platform lost.
 	BilledSeconds int64
 	CostMicros    int64
-	AssignedAt    time.Time
-	StartedAt     *time.Time
-	EndedAt       *time.Time
-	UpdatedAt     time.Time
+	// CPU, MemoryMB and GPUs are the task's resolved requirements when the
+	// attempt was claimed: what it was placed with. A later requirements
+	// edit changes the task, not the attempt.
+	CPU      float64
+	MemoryMB int64
+	GPUs     int64
+	// RateMicrosPerHour is the job's billed rate when the attempt was
+	// claimed; the attempt is metered at it, whatever the job's rate later.
+	RateMicrosPerHour int64
+	AssignedAt        time.Time
+	StartedAt         *time.Time
+	EndedAt           *time.Time
+	UpdatedAt         time.Time
 }
 
 // JobEvent is one lifecycle event of a job.
@@ -234,7 +245,9 @@ type JobSetStatusParams struct {
 // priority first, then oldest job, then lowest index, among jobs that are
 // queued or running (a planning job is not yet dispatched) and tasks whose
 // requirements fit the free capacity, and creates its attempt with number =
-// the task's new attempt count and status assigned.
+// the task's new attempt count and status assigned. The attempt records the
+// task's CPU, MemoryMB and GPUs and the job's RateMicrosPerHour as they are
+// when it is claimed.
 type TaskClaimParams struct {
 	HostID          string
 	AttemptID       string

@@ -21,15 +21,22 @@ import (
 // ended, and its request must still be PrevRequest, so that two edits at
 // once cannot each overwrite the other's field from a stale read
 // (optimistic concurrency; the loser gets ErrConflict and reads again).
+//
+// RateMicrosPerHour, when not zero, becomes the job's rate, and Billing,
+// when set, its stored billing: an edit that re-prices the job. Attempts
+// claimed from then on record the new rate; those already claimed keep
+// theirs.
 type TaskSetRequirementsParams struct {
-	JobID        string
-	Requirements json.RawMessage
-	CPU          float64
-	MemoryMB     int64
-	GPUs         int64
-	Request      json.RawMessage
-	PrevRequest  json.RawMessage
-	Now          time.Time
+	JobID             string
+	Requirements      json.RawMessage
+	CPU               float64
+	MemoryMB          int64
+	GPUs              int64
+	Request           json.RawMessage
+	PrevRequest       json.RawMessage
+	RateMicrosPerHour int64
+	Billing           json.RawMessage
+	Now               time.Time
 }
 
 // JobEditStore holds the job store's methods for the API's edits and list

@@ -49,6 +49,15 @@ func (q *queries) HoldSettle(ctx context.Context, p *store.HoldSettleParams) (*s
 	return h, q.mapErr(err)
 }
 
+func (q *queries) HoldGrow(ctx context.Context, p *store.HoldGrowParams) (*store.Hold, error) {
+	h, err := scanHold(q.write.QueryRowContext(ctx, q.sql("HoldGrow"), p.ID, p.AmountMicros, micros(p.Now),
+		p.PrevAmountMicros))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, q.refused(ctx, "HoldExists", p.ID)
+	}
+	return h, q.mapErr(err)
+}
+
 func (q *queries) HoldList(ctx context.Context, p *store.HoldListParams) ([]*store.Hold, int, error) {
 	var total int
 	if err := q.read.QueryRowContext(ctx, q.sql("HoldCount"), p.AccountID, p.Status, p.JobID).Scan(&total); err != nil {

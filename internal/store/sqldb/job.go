@@ -417,7 +417,7 @@ func (q *queries) TaskClaim(ctx context.Context, p *store.TaskClaimParams) (*sto
 			return q.mapErr(err) // no row: nothing queued
 		}
 		a, err := scanAttempt(q.write.QueryRowContext(ctx, q.sql("AttemptCreate"), p.AttemptID, t.ID, t.JobID,
-			t.Attempts, p.HostID, jsonText(p.ResourceProfile, "{}"), micros(p.Now)))
+			t.Attempts, p.HostID, jsonText(p.ResourceProfile, "{}"), micros(p.Now), t.CPU, t.MemoryMB, t.GPUs))
 		if err != nil {
 			return fmt.Errorf("create attempt: %w", q.mapErr(err))
 		}
@@ -474,7 +474,8 @@ func scanAttempt(s scanner) (*store.Attempt, error) {
 	var exit, started, ended sql.NullInt64
 	var assigned, updated int64
 	if err := s.Scan(&a.ID, &a.TaskID, &a.JobID, &a.Number, &status, &a.HostID, &profile, &exit, &a.TerminalKind,
-		&a.RetryDecision, &assigned, &started, &ended, &updated, &a.BilledSeconds, &a.CostMicros); err != nil {
+		&a.RetryDecision, &assigned, &started, &ended, &updated, &a.BilledSeconds, &a.CostMicros,
+		&a.CPU, &a.MemoryMB, &a.GPUs, &a.RateMicrosPerHour); err != nil {
 		return nil, err
 	}
 	a.Status = store.AttemptStatus(status)

@@ -19,7 +19,7 @@ func (q *queries) TaskSetRequirements(ctx context.Context, p *store.TaskSetRequi
 			return err
 		}
 		res, err = q.write.ExecContext(ctx, q.sql("JobSetRequest"), p.JobID, jsonText(p.Request, "{}"),
-			string(p.PrevRequest), micros(p.Now))
+			string(p.PrevRequest), micros(p.Now), p.RateMicrosPerHour, nullJSON(p.Billing))
 		if err != nil {
 			return fmt.Errorf("update job: %w", q.mapErr(err))
 		}

@@ -13,10 +13,52 @@ import (
 
 var billingTests = map[string]func(*testing.T, store.Store){
 	"HoldsSettleOnce": testHoldsSettleOnce,
+	"HoldGrow":        testHoldGrow,
 	"BillingLists":    testBillingLists,
 	"AttemptCosts":    testAttemptCosts,
 	"IdempotencyKeys": testIdempotencyKeys,
 	"AccountLockInTx": testAccountLockInTx,
+}
+
+// An active hold grows in place, guarded by the amount read, and the
+// balance's held total follows; a settled or missing hold does not grow.
+func testHoldGrow(t *testing.T, s store.Store) {
+	a := mustAccount(t, s, "alice")
+	h, err := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: "job_1", AmountMicros: 900, Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1 := t0.Add(time.Minute)
+	got, err := s.HoldGrow(ctx(t), &store.HoldGrowParams{ID: h.ID, PrevAmountMicros: 900, AmountMicros: 1500, Now: t1})
+	if err != nil || got.AmountMicros != 1500 || got.Status != store.HoldActive || !got.UpdatedAt.Equal(t1) || !got.CreatedAt.Equal(t0) {
+		t.Fatalf("HoldGrow: got %+v, %v; want an active hold of 1500 updated at %v", got, err, t1)
+	}
+	if bal, _ := s.BalanceGet(ctx(t), a.ID, t1); bal.HeldMicros != 1500 || bal.ActiveHoldCount != 1 {
+		t.Errorf("balance after growing: got %+v, want 1500 held in one hold", bal)
+	}
+	for _, tc := range []struct {
+		name       string
+		prev, want int64
+	}{{"stale amount", 900, 2000}, {"not more", 1500, 1500}, {"less", 1500, 1000}} {
+		if _, err := s.HoldGrow(ctx(t), &store.HoldGrowParams{ID: h.ID, PrevAmountMicros: tc.prev, AmountMicros: tc.want, Now: t1}); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("%s: got %v, want ErrConflict", tc.name, err)
+		}
+	}
+	if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: h.ID, Status: store.HoldReleased, Now: t1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.HoldGrow(ctx(t), &store.HoldGrowParams{ID: h.ID, PrevAmountMicros: 1500, AmountMicros: 2000, Now: t1}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("growing a settled hold: got %v, want ErrConflict", err)
+	}
+	if _, err := s.HoldGrow(ctx(t), &store.HoldGrowParams{ID: "hld_missing", PrevAmountMicros: 1, AmountMicros: 2, Now: t1}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("growing a missing hold: got %v, want ErrNotFound", err)
+	}
+	if got, _ := s.HoldGetByJob(ctx(t), "job_1"); got.AmountMicros != 1500 || got.Status != store.HoldReleased {
+		t.Errorf("hold after refused growths: got %+v, want 1500 released", got)
+	}
+	if bal, _ := s.BalanceGet(ctx(t), a.ID, t1); bal.HeldMicros != 0 || bal.ActiveHoldCount != 0 {
+		t.Errorf("balance after settling: got %+v, want nothing held", bal)
+	}
 }
 
 func testHoldsSettleOnce(t *testing.T, s store.Store) {

@@ -14,6 +14,7 @@ import (
 var jobEditTests = map[string]func(*testing.T, store.Store){
 	"TaskSetRequirements":        testTaskSetRequirements,
 	"TaskSetRequirementsGuarded": testTaskSetRequirementsGuarded,
+	"TaskSetRequirementsReprice": testTaskSetRequirementsReprice,
 	"JobIDsWithOutput":           testJobIDsWithOutput,
 	"JobListByClientRef":         testJobListByClientRef,
 }
@@ -87,6 +88,71 @@ func testTaskSetRequirements(t *testing.T, s store.Store) {
 		FreeMemoryMB: 4096, FreeGPUs: 1, Now: t2})
 	if err != nil || task.CPU != 4 {
 		t.Fatalf("claim with room for the new requirements = %+v, %v", task, err)
+	}
+}
+
+// An attempt records the task's resources and the job's rate when it is
+// claimed; an edit that re-prices the job changes its rate and billing, so
+// that later claims record the new ones while the attempt already claimed
+// keeps its own. An edit without a rate keeps the job's.
+func testTaskSetRequirementsReprice(t *testing.T, s store.Store) {
+	f := setupJobs(t, s)
+	p := f.jobParams(2, t0)
+	p.Job.RateMicrosPerHour = 1000
+	p.Job.Billing = json.RawMessage(`{"billing_estimate":{"rate_usd_per_hour":1000}}`)
+	for i := range p.Tasks {
+		p.Tasks[i].CPU, p.Tasks[i].MemoryMB = 1, 256
+	}
+	j := mustJob(t, s, p)
+	claim := func(attemptID string) *store.Attempt {
+		t.Helper()
+		_, a, err := s.TaskClaim(ctx(t), &store.TaskClaimParams{HostID: "wkr_a", AttemptID: attemptID, FreeCPU: 8,
+			FreeMemoryMB: 8192, FreeGPUs: 1, Now: t0})
+		if err != nil {
+			t.Fatalf("TaskClaim: %v", err)
+		}
+		return a
+	}
+	old := claim("att_old")
+	if old.CPU != 1 || old.MemoryMB != 256 || old.GPUs != 0 || old.RateMicrosPerHour != 1000 {
+		t.Errorf("claimed attempt: got cpu %v memory %d gpus %d rate %d, want 1 256 0 1000", old.CPU, old.MemoryMB, old.GPUs, old.RateMicrosPerHour)
+	}
+	billing := json.RawMessage(`{"billing_estimate":{"rate_usd_per_hour":2000}}`)
+	request := json.RawMessage(`{"requirements":{"memory_mb":512}}`)
+	if _, err := s.TaskSetRequirements(ctx(t), &store.TaskSetRequirementsParams{JobID: j.ID, Requirements: json.RawMessage(`{"memory_mb":512}`),
+		CPU: 2, MemoryMB: 512, GPUs: 1, Request: request, PrevRequest: j.Request, RateMicrosPerHour: 2000, Billing: billing,
+		Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.JobGetByID(ctx(t), j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.RateMicrosPerHour != 2000 || !jsonSame(t, got.Billing, billing) {
+		t.Errorf("re-priced job: got rate %d billing %s, want 2000 %s", got.RateMicrosPerHour, got.Billing, billing)
+	}
+	next := claim("att_new")
+	if next.CPU != 2 || next.MemoryMB != 512 || next.GPUs != 1 || next.RateMicrosPerHour != 2000 {
+		t.Errorf("attempt claimed after the edit: got cpu %v memory %d gpus %d rate %d, want 2 512 1 2000", next.CPU, next.MemoryMB, next.GPUs, next.RateMicrosPerHour)
+	}
+	atts, err := s.AttemptList(ctx(t), j.ID)
+	if err != nil || len(atts) != 2 {
+		t.Fatalf("AttemptList = %d, %v", len(atts), err)
+	}
+	if a := atts[0]; a.ID != old.ID || a.CPU != 1 || a.MemoryMB != 256 || a.RateMicrosPerHour != 1000 {
+		t.Errorf("attempt claimed before the edit, read back: got %s cpu %v memory %d rate %d, want %s 1 256 1000", a.ID, a.CPU, a.MemoryMB, a.RateMicrosPerHour, old.ID)
+	}
+	if a, err := s.AttemptGet(ctx(t), next.ID); err != nil || a.RateMicrosPerHour != 2000 || a.MemoryMB != 512 {
+		t.Errorf("AttemptGet: got %+v, %v; want rate 2000, 512 MB", a, err)
+	}
+
+	// Without a rate or billing, both stay.
+	if _, err := s.TaskSetRequirements(ctx(t), &store.TaskSetRequirementsParams{JobID: j.ID, Requirements: json.RawMessage(`{}`),
+		CPU: 2, MemoryMB: 512, GPUs: 1, Request: json.RawMessage(`{"x":1}`), PrevRequest: request, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.JobGetByID(ctx(t), j.ID); err != nil || got.RateMicrosPerHour != 2000 || !jsonSame(t, got.Billing, billing) {
+		t.Errorf("edit without a rate: got rate %d billing %s, %v; want 2000 %s", got.RateMicrosPerHour, got.Billing, err, billing)
 	}
 }
 

@@ -21,6 +21,14 @@ UPDATE holds SET status = $2, captured_micros = $3, settled_at = $4, updated_at 
 WHERE id = $1 AND status = 'active'
 RETURNING id, account_id, job_id, status, amount_micros, captured_micros, created_at, updated_at, settled_at;
 
+-- name: HoldGrow
+-- A re-priced job's hold grows in place (a hold is one per job, holds_job);
+-- the balance totals' trigger moves the difference into held_micros. $4 is
+-- the amount the caller read: a concurrent change makes this a no-op.
+UPDATE holds SET amount_micros = $2, updated_at = $3
+WHERE id = $1 AND status = 'active' AND amount_micros = $4 AND $2 > amount_micros
+RETURNING id, account_id, job_id, status, amount_micros, captured_micros, created_at, updated_at, settled_at;
+
 -- name: HoldExists
 SELECT COUNT(*) FROM holds WHERE id = $1;
 

@@ -147,10 +147,19 @@ RETURNING id, job_id, idx, status, payload, meta, requirements, priority, retrie
           submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail, checkpoint, resume_state;
 
 -- name: AttemptCreate
-INSERT INTO attempts (id, task_id, job_id, number, status, host_id, resource_profile, assigned_at, updated_at)
-VALUES ($1, $2, $3, $4, 'assigned', $5, $6, $7, $7)
+-- Right after TaskClaim, in its transaction. $8-$10 are the claimed task's
+-- cpu, memory and gpus as TaskClaim returned them; the rate is the job's,
+-- read here. A requirements edit changes both the tasks and the job's rate
+-- (tasks first, the lock order): on PostgreSQL it cannot have changed a task
+-- this claim holds, and one that changed the task first holds its lock until
+-- it commits, so TaskClaim skips the task until the new rate is visible.
+INSERT INTO attempts (id, task_id, job_id, number, status, host_id, resource_profile, assigned_at, updated_at,
+                      cpu, memory_mb, gpus, rate_micros_per_hour)
+SELECT $1, $2, $3, $4, 'assigned', $5, $6, $7, $7, $8, $9, $10, j.rate_micros_per_hour
+FROM jobs j WHERE j.id = $3
 RETURNING id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
-          retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros;
+          retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros,
+          cpu, memory_mb, gpus, rate_micros_per_hour;
 
 -- name: TaskSetProgress
 UPDATE tasks SET latest_progress = COALESCE($2, latest_progress), output = COALESCE($3, output),
@@ -173,23 +182,27 @@ RETURNING id;
 
 -- name: AttemptList
 SELECT a.id, a.task_id, a.job_id, a.number, a.status, a.host_id, a.resource_profile, a.exit_code,
-       a.terminal_kind, a.retry_decision, a.assigned_at, a.started_at, a.ended_at, a.updated_at, a.billed_seconds, a.cost_micros
+       a.terminal_kind, a.retry_decision, a.assigned_at, a.started_at, a.ended_at, a.updated_at, a.billed_seconds, a.cost_micros,
+       a.cpu, a.memory_mb, a.gpus, a.rate_micros_per_hour
 FROM attempts a JOIN tasks t ON t.id = a.task_id
 WHERE a.job_id = $1 ORDER BY t.idx, a.number;
 
 -- name: AttemptListOpen
 SELECT id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
-       retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros
+       retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros,
+       cpu, memory_mb, gpus, rate_micros_per_hour
 FROM attempts WHERE status IN ('assigned', 'running') ORDER BY assigned_at, id;
 
 -- name: AttemptListOpenByHost
 SELECT id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
-       retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros
+       retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros,
+       cpu, memory_mb, gpus, rate_micros_per_hour
 FROM attempts WHERE host_id = $1 AND status IN ('assigned', 'running') ORDER BY assigned_at, id;
 
 -- name: AttemptGet
 SELECT id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
-       retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros
+       retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros,
+       cpu, memory_mb, gpus, rate_micros_per_hour
 FROM attempts WHERE id = $1;
 
 -- name: JobTouch
@@ -224,7 +237,8 @@ UPDATE attempts SET status = $2, terminal_kind = $3, retry_decision = $4, exit_c
        updated_at = $6, billed_seconds = $7, cost_micros = $8
 WHERE id = $1 AND status IN ('assigned', 'running')
 RETURNING id, task_id, job_id, number, status, host_id, resource_profile, exit_code, terminal_kind,
-          retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros;
+          retry_decision, assigned_at, started_at, ended_at, updated_at, billed_seconds, cost_micros,
+          cpu, memory_mb, gpus, rate_micros_per_hour;
 
 -- name: JobEventCreate
 INSERT INTO job_events (id, job_id, task_id, attempt_id, kind, data, created_at)

@@ -12,7 +12,8 @@ FROM tasks WHERE job_id = $1 ORDER BY idx LIMIT $2 OFFSET $3;
 -- The page's tasks by (job_id, idx), then each task's attempts by
 -- (task_id, number).
 SELECT a.id, a.task_id, a.job_id, a.number, a.status, a.host_id, a.resource_profile, a.exit_code,
-       a.terminal_kind, a.retry_decision, a.assigned_at, a.started_at, a.ended_at, a.updated_at, a.billed_seconds, a.cost_micros
+       a.terminal_kind, a.retry_decision, a.assigned_at, a.started_at, a.ended_at, a.updated_at, a.billed_seconds, a.cost_micros,
+       a.cpu, a.memory_mb, a.gpus, a.rate_micros_per_hour
 FROM tasks t JOIN attempts a ON a.task_id = t.id
 WHERE t.job_id = $1 AND t.idx >= $2 AND t.idx <= $3
 ORDER BY t.idx, a.number;

@@ -78,9 +78,6 @@ type host struct {
 	// its end is reported; it is sent again only after a heartbeat
 	// interval, not on every lease.
 	cancelSent map[string]time.Time
-	// held is what each live attempt of the host holds (guarded by
-	// lease): the requirements it was assigned with. See free.
-	held map[string]held
 }
 
 // NewController returns a controller with defaults filled in.

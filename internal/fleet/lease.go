@@ -38,7 +38,7 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 	}
 	prof, _ := json.Marshal(req.Profile)
 	h := &host{id: hostID, driver: req.Driver, profile: req.Profile, profJSON: prof, capacity: req.Capacity,
-		lastSeen: c.clk.Now(), cancelSent: map[string]time.Time{}, held: map[string]held{}}
+		lastSeen: c.clk.Now(), cancelSent: map[string]time.Time{}}
 	h.lease.Lock()
 	defer h.lease.Unlock()
 	c.mu.Lock()
@@ -91,10 +91,7 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 			// request's: a long poll outlives the free capacity the host
 			// had when it asked, and a slot freed by an attempt that ended
 			// during the poll must be refilled now, not at the next lease.
-			free, err := c.free(ctx, h, rec)
-			if err != nil {
-				return nil, err
-			}
+			free := c.free(ctx, h, rec)
 			if asg, err = c.assign(ctx, h, free); err != nil {
 				return nil, err
 			}
@@ -213,7 +210,6 @@ func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capaci
 			continue
 		}
 		out = append(out, *asg)
-		h.held[a.ID] = held{cpu: t.CPU, memoryMB: t.MemoryMB, gpus: t.GPUs}
 		cpu -= t.CPU
 		mem -= t.MemoryMB
 		gpus -= t.GPUs

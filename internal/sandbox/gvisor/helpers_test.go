@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // testGrace keeps the stop tests short.
@@ -30,11 +31,11 @@ func testRunsc() string {
 func newTestDriver(t *testing.T) (*Driver, sandboxtest.Fixtures) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("gvisor: needs root (runsc applies cgroup limits only as root)")
+		testenv.Skip(t, "gvisor: needs root (runsc applies cgroup limits only as root)")
 	}
 	runscPath := testRunsc()
 	if _, err := os.Stat(runscPath); err != nil {
-		t.Skipf("gvisor: needs runsc at %s (set SKIFF_RUNSC; setup installs it): %v", runscPath, err)
+		testenv.Skipf(t, "gvisor: needs runsc at %s (set SKIFF_RUNSC; setup installs it): %v", runscPath, err)
 	}
 	parent := "skiff-test-" + strings.ToLower(rand.Text()[:10])
 	d, err := New(Config{

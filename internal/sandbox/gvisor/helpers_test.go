@@ -28,7 +28,7 @@ func testRunsc() string {
 // and fixtures for it. When the test ends it checks that nothing leaked (no
 // container in `runsc list`, no cgroup under the parent), then cleans up.
 // It skips without root or runsc.
-func newTestDriver(t *testing.T) (*Driver, sandboxtest.Fixtures) {
+func newTestDriver(t testing.TB) (*Driver, sandboxtest.Fixtures) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testenv.Skip(t, "gvisor: needs root (runsc applies cgroup limits only as root)")
@@ -64,7 +64,7 @@ func newTestDriver(t *testing.T) (*Driver, sandboxtest.Fixtures) {
 }
 
 // assertNoLeaks fails the test if a container or an attempt cgroup is left.
-func assertNoLeaks(t *testing.T, d *Driver) {
+func assertNoLeaks(t testing.TB, d *Driver) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -91,7 +91,7 @@ func assertNoLeaks(t *testing.T, d *Driver) {
 }
 
 // testWriter sends driver logs to the test log.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()

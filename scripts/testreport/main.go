@@ -77,7 +77,8 @@ func main() {
 		}
 		if ev.Test == "" {
 			// Package lines: "ok  pkg 1.2s", "FAIL", a panic outside any test.
-			if ev.Action == "output" {
+			// A plain multi-package run prints no bare PASS line.
+			if ev.Action == "output" && ev.Output != "PASS\n" {
 				fmt.Print(ev.Output)
 			}
 			failed = failed || ev.Action == "fail"
@@ -118,9 +119,18 @@ func main() {
 
 	type tally struct{ pass, fail, skip int }
 	counts := map[string]*tally{}
+	var all tally
 	for k, r := range result {
 		if parents[k] {
 			continue
+		}
+		switch r {
+		case "pass":
+			all.pass++
+		case "fail":
+			all.fail++
+		case "skip":
+			all.skip++
 		}
 		for _, e := range engines {
 			in := e.inName(k.test)
@@ -143,7 +153,7 @@ func main() {
 			}
 		}
 	}
-	fmt.Println("tests per engine (leaf tests):")
+	fmt.Printf("tests (leaves): %d passed, %d failed, %d skipped; per engine:\n", all.pass, all.fail, all.skip)
 	for _, e := range engines {
 		c := counts[e.name]
 		if c == nil {

@@ -1,10 +1,12 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -37,9 +39,13 @@ type fakeController struct {
 	events    map[string][]agentproto.AttemptEvent
 	fail      map[agentproto.EventKind]int // events of this kind to answer 503
 	failed    int
-	registers int
+	registers []agentproto.RegisterRequest
 	leases    []agentproto.LeaseRequest
 	changed   chan struct{}
+	// intercept, when set, sees every authorized request first; a non-zero
+	// status is answered with code in an agentproto.ErrorResponse instead
+	// of serving the request. It runs with mu held.
+	intercept func(path string, body []byte) (status int, code string)
 }
 
 func newFakeController(t *testing.T) *fakeController {
@@ -59,6 +65,24 @@ func (fc *fakeController) auth(h http.Handler) http.Handler {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "read body", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		fc.mu.Lock()
+		status, code := 0, ""
+		if fc.intercept != nil {
+			status, code = fc.intercept(r.URL.Path, body)
+		}
+		fc.mu.Unlock()
+		if status != 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_ = json.NewEncoder(w).Encode(agentproto.ErrorResponse{Code: code, Message: "intercepted by the test"})
+			return
+		}
 		h.ServeHTTP(w, r)
 	})
 }
@@ -76,7 +100,8 @@ func (fc *fakeController) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fc.mu.Lock()
-	fc.registers++
+	fc.registers = append(fc.registers, req)
+	fc.notify()
 	fc.mu.Unlock()
 	writeJSON(w, agentproto.RegisterResponse{ProtocolVersion: 1, HostID: "wkr_test", HeartbeatIntervalS: 10})
 }
@@ -297,6 +322,9 @@ func TestAgentProcess(t *testing.T) {
 		}
 		if o.EndedAt.Before(o.StartedAt) || o.StartedAt.IsZero() {
 			t.Errorf("times: got %v..%v, want a started_at before ended_at", o.StartedAt, o.EndedAt)
+		}
+		if regs := fc.registrations(); len(regs) != 1 || regs[0].Driver != "process" || len(regs[0].Running) != 0 {
+			t.Errorf("registrations: got %+v, want one, from the process driver, with nothing running", regs)
 		}
 	})
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/billing"
@@ -217,44 +218,66 @@ func TestFeedDedicatedDefault(t *testing.T) {
 	}
 }
 
-// Run polls at once and then on its interval until its context ends; a
-// billing service reading from it prices at the feed's rates.
+// Run polls at once and then once per interval until its context ends; a
+// billing service reading from it prices at the feed's rates. The test runs
+// in a synctest bubble: the feed's ticker runs on fake time and the feed
+// server is called in memory, so every poll is counted exactly.
 func TestFeedRun(t *testing.T) {
 	t.Parallel()
-	good := billing.Rates{CPUCoreHourMicros: 40_000, MemoryGBHourMicros: 0, GPUHourMicros: 1, DedicatedPercent: 100}
-	srv := &feedServer{answers: []feedAnswer{{http.StatusOK, ratesJSON(t, good)}}}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	var logs strings.Builder
-	f := &billing.Feed{URL: ts.URL, Interval: 20 * time.Millisecond, Fallback: billing.DefaultRates,
-		Log: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs}, nil))}
-	svc := billing.New(nil, clock.NewFake(time.Unix(0, 0)))
-	svc.SetRates(f)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { f.Run(ctx); close(done) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		srv.mu.Lock()
-		hits := srv.hits
-		srv.mu.Unlock()
-		if hits >= 3 && svc.Rates() == good {
-			break
+	synctest.Test(t, func(t *testing.T) {
+		good := billing.Rates{CPUCoreHourMicros: 40_000, MemoryGBHourMicros: 0, GPUHourMicros: 1, DedicatedPercent: 100}
+		srv := &feedServer{answers: []feedAnswer{{http.StatusOK, ratesJSON(t, good)}}}
+		const interval = time.Minute
+		f := &billing.Feed{URL: "http://feed.test/rates", Interval: interval, Fallback: billing.DefaultRates,
+			Client: inMemory(srv)}
+		svc := billing.New(nil, clock.NewFake(time.Unix(0, 0)))
+		svc.SetRates(f)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { f.Run(ctx); close(done) }()
+
+		synctest.Wait()
+		if hits := srv.count(); hits != 1 || svc.Rates() != good {
+			t.Fatalf("at start: %d polls, rates %+v; want 1 poll and %+v", hits, svc.Rates(), good)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 5 s: %d polls, rates %+v; want 3 polls and %+v", hits, svc.Rates(), good)
+		time.Sleep(interval - time.Nanosecond)
+		synctest.Wait()
+		if hits := srv.count(); hits != 1 {
+			t.Fatalf("just before the first interval ends: %d polls, want 1", hits)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if _, rate := svc.Quote(billing.JobShape{Tasks: 1, TimeoutS: 3600, Capacity: billing.Capacity{CPU: 1, MemoryMB: 2048}}); rate != 54_000 {
-		t.Errorf("priced at %d micro-USD per hour, want the feed's 40000 + 35%%", rate)
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after its context ended")
-	}
+		for want := 2; want <= 3; want++ {
+			time.Sleep(interval)
+			synctest.Wait()
+			if hits := srv.count(); hits != want {
+				t.Fatalf("after %d intervals: %d polls, want %d", want-1, hits, want)
+			}
+		}
+		if _, rate := svc.Quote(billing.JobShape{Tasks: 1, TimeoutS: 3600, Capacity: billing.Capacity{CPU: 1, MemoryMB: 2048}}); rate != 54_000 {
+			t.Errorf("priced at %d micro-USD per hour, want the feed's 40000 + 35%%", rate)
+		}
+		cancel()
+		<-done // a Run that ignored its context would leave the bubble deadlocked, failing the test
+	})
+}
+
+func (s *feedServer) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits
+}
+
+// inMemory is a client that hands each request straight to h, so that
+// tests in a synctest bubble need no real network.
+func inMemory(h http.Handler) *http.Client {
+	return &http.Client{Transport: handlerTransport{h}}
+}
+
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
 }
 
 type lockedWriter struct {
@@ -271,33 +294,32 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // A failing feed is logged without its token.
 func TestFeedLogRedactsURL(t *testing.T) {
 	t.Parallel()
-	ts := httptest.NewServer(&feedServer{answers: []feedAnswer{{http.StatusBadGateway, ``}}})
-	t.Cleanup(ts.Close)
-	var logs strings.Builder
-	lw := &lockedWriter{w: &logs}
-	f := &billing.Feed{URL: strings.Replace(ts.URL, "http://", "http://user:secret@", 1) + "/rates?token=s3cr3t",
-		Interval: time.Hour, Fallback: billing.DefaultRates, Log: slog.New(slog.NewTextHandler(lw, nil))}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { f.Run(ctx); close(done) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	// Run's first poll fails and is logged; in a synctest bubble it is
+	// logged by the time every goroutine waits.
+	var f *billing.Feed
+	synctest.Test(t, func(t *testing.T) {
+		var logs strings.Builder
+		lw := &lockedWriter{w: &logs}
+		f = &billing.Feed{URL: "http://user:secret@feed.test/rates?token=s3cr3t", Interval: time.Hour,
+			Fallback: billing.DefaultRates, Log: slog.New(slog.NewTextHandler(lw, nil)),
+			Client: inMemory(&feedServer{answers: []feedAnswer{{http.StatusBadGateway, ``}}})}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { f.Run(ctx); close(done) }()
+		synctest.Wait()
 		lw.mu.Lock()
 		out := logs.String()
 		lw.mu.Unlock()
-		if strings.Contains(out, "price feed failed") {
-			if strings.Contains(out, "s3cr3t") || strings.Contains(out, "secret") || !strings.Contains(out, "/rates") {
-				t.Errorf("log shows the feed's credentials or no path: %s", out)
-			}
-			break
+		if !strings.Contains(out, "price feed failed") {
+			t.Errorf("no failure logged: %q", out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no failure logged in 5 s")
+		if strings.Contains(out, "s3cr3t") || strings.Contains(out, "secret") || !strings.Contains(out, "/rates") {
+			t.Errorf("log shows the feed's credentials or no path: %s", out)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	<-done
+		cancel()
+		<-done
+	})
+	f.Client = nil
 	// Unreachable: the transport error must not carry the URL either.
 	f.URL = "http://user:secret@127.0.0.1:1/rates?token=s3cr3t"
 	if err := f.Poll(t.Context()); err == nil || strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "secret") {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/sandbox/gvisor"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 func TestBenchHelp(t *testing.T) {
@@ -89,17 +90,17 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Skip("bench: starts servers and sandboxes")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("bench: needs root")
+		testenv.Skip(t, "bench: needs root")
 	}
 	runsc := os.Getenv("SKIFF_RUNSC")
 	if runsc == "" {
 		runsc = gvisor.DefaultRunscPath
 	}
 	if _, err := os.Stat(runsc); err != nil {
-		t.Skipf("bench: needs runsc at %s: %v", runsc, err)
+		testenv.Skipf(t, "bench: needs runsc at %s: %v", runsc, err)
 	}
 	if _, err := exec.LookPath("buildah"); err != nil {
-		t.Skip("bench: needs buildah")
+		testenv.Skip(t, "bench: needs buildah")
 	}
 	t.Parallel()
 	// The bench puts its own binary in the image, so it must be a real,

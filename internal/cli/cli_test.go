@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -248,14 +249,20 @@ func TestSIGTERMDrainsInFlightRequest(t *testing.T) {
 	srv.client(t, key).Post(t, "/api/v1/projects", map[string]any{"name": "p1"}).Want(t, http.StatusCreated)
 
 	// A PUT whose body arrives in two halves: the handler is still reading
-	// it when SIGTERM comes.
+	// it when SIGTERM comes. It asks for 100-continue, which the server
+	// sends when the handler first reads the body: that is the sign the
+	// request is in the handler.
 	pr, pw := io.Pipe()
-	req, err := http.NewRequest(http.MethodPut, srv.URL+"/api/v1/projects/p1/kv/inflight", pr)
+	reading := make(chan struct{})
+	trace := &httptrace.ClientTrace{Got100Continue: func() { close(reading) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodPut,
+		srv.URL+"/api/v1/projects/p1/kv/inflight", pr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Expect", "100-continue")
 	type answer struct {
 		status int
 		body   string
@@ -272,10 +279,16 @@ func TestSIGTERMDrainsInFlightRequest(t *testing.T) {
 		b, err := io.ReadAll(resp.Body)
 		answered <- answer{resp.StatusCode, string(b), err}
 	}()
+	select {
+	case <-reading:
+	case a := <-answered:
+		t.Fatalf("the PUT was answered before its handler read the body: %d %s (%v)", a.status, a.body, a.err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no 100 Continue: the handler did not start reading the body")
+	}
 	if _, err := pw.Write([]byte(`{"value": {"half": `)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // let the handler start reading
 
 	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // apiCase is one test of the handler suite; each gets a fresh server and
@@ -51,7 +52,7 @@ func TestAPI(t *testing.T) {
 		t.Run(eng.Name, func(t *testing.T) {
 			t.Parallel()
 			if eng.Skip != "" {
-				t.Skip(eng.Skip)
+				testenv.Skip(t, eng.Skip)
 			}
 			for _, tc := range apiSuite() {
 				t.Run(tc.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // billingSuite is every test of the billing side of the API: the account's
@@ -60,7 +61,7 @@ func TestBillingAPI(t *testing.T) {
 		t.Run(eng.Name, func(t *testing.T) {
 			t.Parallel()
 			if eng.Skip != "" {
-				t.Skip(eng.Skip)
+				testenv.Skip(t, eng.Skip)
 			}
 			for _, tc := range billingSuite() {
 				t.Run(tc.name, func(t *testing.T) {

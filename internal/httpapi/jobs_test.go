@@ -14,6 +14,7 @@ import (
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // jobSuite is every test of the job and result endpoints. TestJobsAPI runs
@@ -41,7 +42,7 @@ func TestJobsAPI(t *testing.T) {
 		t.Run(eng.Name, func(t *testing.T) {
 			t.Parallel()
 			if eng.Skip != "" {
-				t.Skip(eng.Skip)
+				testenv.Skip(t, eng.Skip)
 			}
 			for _, tc := range jobSuite() {
 				t.Run(tc.name, func(t *testing.T) {

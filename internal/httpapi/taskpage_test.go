@@ -14,6 +14,7 @@ import (
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job/submit"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 const bigJobTasks = 10_000
@@ -48,7 +49,7 @@ func TestTaskPaging10k(t *testing.T) {
 		t.Run(eng.Name, func(t *testing.T) {
 			t.Parallel()
 			if eng.Skip != "" {
-				t.Skip(eng.Skip)
+				testenv.Skip(t, eng.Skip)
 			}
 			f := setup(t, eng)
 			publish(t, f, fixtureProject)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/skiffhq/skiff/internal/billing"
-	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/job"
@@ -31,12 +30,12 @@ func TestConcurrentAdmissionNeverOverReserves(t *testing.T) {
 			quote, _ := b.svc.Billing().Quote(billing.JobShape{Tasks: 1, TimeoutS: 3600,
 				Capacity: billing.Capacity{CPU: 1, MemoryMB: 2048}})
 			per := int64(quote.Estimate.TotalUSD)
-			bal, err := b.store.BalanceGet(ctx, b.account, clock.System{}.Now())
+			bal, err := b.store.BalanceGet(ctx, b.account, b.clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, err := b.store.LedgerEntryCreate(ctx, &store.LedgerEntryCreateParams{ID: "led_drain", AccountID: b.account,
-				EntryType: "test_adjustment", AmountMicros: 7*per - bal.AvailableMicros(), Now: clock.System{}.Now()}); err != nil {
+				EntryType: "test_adjustment", AmountMicros: 7*per - bal.AvailableMicros(), Now: b.clock.Now()}); err != nil {
 				t.Fatal(err)
 			}
 
@@ -66,7 +65,7 @@ func TestConcurrentAdmissionNeverOverReserves(t *testing.T) {
 			if admitted != 7 || refused != n-7 {
 				t.Fatalf("admitted %d, refused %d; want 7 and %d", admitted, refused, n-7)
 			}
-			bal, err = b.store.BalanceGet(ctx, b.account, clock.System{}.Now())
+			bal, err = b.store.BalanceGet(ctx, b.account, b.clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,9 +109,9 @@ func TestIdempotentSubmit(t *testing.T) {
 	}
 
 	// Drain the balance: the next keyed submit is a 402 and stores no key.
-	bal, _ := b.store.BalanceGet(ctx, b.account, clock.System{}.Now())
+	bal, _ := b.store.BalanceGet(ctx, b.account, b.clock.Now())
 	if _, err := b.store.LedgerEntryCreate(ctx, &store.LedgerEntryCreateParams{ID: "led_drain", AccountID: b.account,
-		EntryType: "test_adjustment", AmountMicros: -bal.AvailableMicros(), Now: clock.System{}.Now()}); err != nil {
+		EntryType: "test_adjustment", AmountMicros: -bal.AvailableMicros(), Now: b.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	funded := job.Idempotency{Key: "k-2", RequestHash: "h2"}
@@ -120,7 +119,7 @@ func TestIdempotentSubmit(t *testing.T) {
 	if !errors.As(err, &fe) || fe.Kind != fault.KindPaymentRequired {
 		t.Fatalf("unfunded: got %v, want 402", err)
 	}
-	if _, err := billing.New(b.store, clock.System{}).GrantCredit(ctx, b.account, 1_000_000, "top-up"); err != nil {
+	if _, err := billing.New(b.store, b.clock).GrantCredit(ctx, b.account, 1_000_000, "top-up"); err != nil {
 		t.Fatal(err)
 	}
 	j, replayed, err := b.svc.SubmitIdempotent(ctx, b.account, decode(t, body), funded)

@@ -22,6 +22,7 @@ import (
 type bundle struct {
 	svc     *job.Service
 	store   store.Store
+	clock   *clock.Fake // the service's clock; tests read balances and quotes at its time
 	account string
 	project *store.Project
 }
@@ -50,7 +51,8 @@ func setupOn(t testing.TB, db store.Store, published bool) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := billing.New(db, clock.NewFake(now)).GrantCredit(ctx, a.ID, 50_000_000, "test"); err != nil {
+	clk := clock.NewFake(now)
+	if _, err := billing.New(db, clk).GrantCredit(ctx, a.ID, 50_000_000, "test"); err != nil {
 		t.Fatal(err)
 	}
 	p, err := db.ProjectCreate(ctx, &store.ProjectWriteParams{ID: id.New(id.Project), AccountID: a.ID, Name: "demo",
@@ -72,8 +74,8 @@ func setupOn(t testing.TB, db store.Store, published bool) *bundle {
 			t.Fatal(err)
 		}
 	}
-	svc := job.New(job.Config{Store: db, Clock: clock.NewFake(now), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	return &bundle{svc: svc, store: db, account: a.ID, project: p}
+	svc := job.New(job.Config{Store: db, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return &bundle{svc: svc, store: db, clock: clk, account: a.ID, project: p}
 }
 
 func decode(t testing.TB, body string) *apiv1.JobSubmit {

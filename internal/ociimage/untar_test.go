@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // entry is one tar entry for the tests; typ defaults to a regular file.
@@ -118,6 +120,9 @@ func TestUntarMetadataAndTypes(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	isRoot := os.Geteuid() == 0
+	if !isRoot {
+		testenv.Partial(t, "not root: the owners the archive sets are not checked")
+	}
 	err := untarTest(t, root,
 		entry{name: "./", typ: tar.TypeDir, mode: 0o755},
 		entry{name: "bin/", typ: tar.TypeDir, mode: 0o755},

@@ -15,25 +15,26 @@ import (
 	"testing"
 
 	"github.com/skiffhq/skiff/internal/build"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
-// RequireTools skips t unless the process is root and buildah and the pinned
+// RequireTools skips t (testenv.Skip) unless the process is root and buildah and the pinned
 // runsc (build.DefaultRunscPath, or $SKIFF_RUNSC) are installed. `make setup`
 // installs them. It returns the runsc path.
 func RequireTools(t testing.TB) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("skipping: building images with buildah and runsc needs root")
+		testenv.Skip(t, "skipping: building images with buildah and runsc needs root")
 	}
 	if _, err := exec.LookPath("buildah"); err != nil {
-		t.Skip("skipping: buildah is not installed (run make setup)")
+		testenv.Skip(t, "skipping: buildah is not installed (run make setup)")
 	}
 	runsc := os.Getenv("SKIFF_RUNSC")
 	if runsc == "" {
 		runsc = build.DefaultRunscPath
 	}
 	if _, err := os.Stat(runsc); err != nil {
-		t.Skipf("skipping: the pinned runsc is not at %s (run make setup)", runsc)
+		testenv.Skipf(t, "skipping: the pinned runsc is not at %s (run make setup)", runsc)
 	}
 	return runsc
 }

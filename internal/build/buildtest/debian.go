@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/skiffhq/skiff/internal/build"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // DebianImage is the base image DebianBase provides.
@@ -91,7 +92,7 @@ func debianRootfs(t testing.TB) string {
 		return tarball
 	}
 	if _, err := exec.LookPath("debootstrap"); err != nil {
-		t.Skip("skipping: debootstrap is not installed (run make setup)")
+		testenv.Skip(t, "skipping: debootstrap is not installed (run make setup)")
 	}
 
 	work, err := os.MkdirTemp(cache, "bootstrap-")

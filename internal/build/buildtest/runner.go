@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // runnerSource is a static program for FROM scratch images, which have no
@@ -98,7 +100,7 @@ func StaticRunner(t testing.TB) string {
 	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("skipping: the go tool is not on PATH to compile the test runner")
+		testenv.Skip(t, "skipping: the go tool is not on PATH to compile the test runner")
 	}
 	bin := filepath.Join(t.TempDir(), "runner")
 	cmd := exec.Command(gobin, "build", "-trimpath", "-o", bin, ".")

@@ -36,7 +36,8 @@ var Epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 type Engine struct {
 	Name string
 	Open func(t testing.TB) store.Store
-	// Skip, when set, says why the engine cannot run here.
+	// Skip, when set, says why the engine cannot run here; tests pass it
+	// to testenv.Skip, which fails them under SKIFF_TEST_REQUIRE_ALL=1.
 	Skip string
 }
 

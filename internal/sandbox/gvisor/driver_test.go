@@ -2,13 +2,11 @@ package gvisor
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,7 +21,7 @@ func TestConformance(t *testing.T) {
 	sandboxtest.Run(t, d, f)
 }
 
-func run(t *testing.T, d *Driver, spec sandbox.Spec) *sandbox.Outcome {
+func run(t testing.TB, d *Driver, spec sandbox.Spec) *sandbox.Outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -311,30 +309,20 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	// assertNoLeaks (at cleanup) checks runsc list.
 }
 
-// TestTrivialRunLatency measures sandbox start to exit for a runner that
-// does nothing, the floor of every attempt's metered time.
-func TestTrivialRunLatency(t *testing.T) {
-	if testing.Short() {
-		t.Skip("latency measurement skipped in -short")
-	}
-	d, f := newTestDriver(t)
-	const n = 20
-	var spans, walls []time.Duration
-	for range n {
-		start := time.Now()
-		out := run(t, d, f.Spec(t, sandboxtest.Payload{NoResult: true}))
-		walls = append(walls, time.Since(start))
+// BenchmarkTrivialRun measures a whole Run (prepare, start, exit, teardown)
+// of a runner that does nothing: the floor of every attempt's cost. Its
+// start-to-exit span, the floor of every attempt's metered time, is the
+// start-to-exit-ms metric.
+func BenchmarkTrivialRun(b *testing.B) {
+	d, f := newTestDriver(b)
+	b.Logf("platform %s", d.cfg.Platform)
+	var span time.Duration
+	for b.Loop() {
+		out := run(b, d, f.Spec(b, sandboxtest.Payload{NoResult: true}))
 		if out.ExitCode != 0 {
-			t.Fatalf("exit code %d: %s", out.ExitCode, out.SandboxError)
+			b.Fatalf("exit code %d: %s", out.ExitCode, out.SandboxError)
 		}
-		spans = append(spans, out.Duration())
+		span += out.Duration()
 	}
-	t.Logf("platform %s, %d runs: start-to-exit %s; whole Run (prepare+teardown) %s", d.cfg.Platform, n, summary(spans), summary(walls))
-}
-
-func summary(ds []time.Duration) string {
-	s := slices.Clone(ds)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.0fms", float64(d.Microseconds())/1000) }
-	return fmt.Sprintf("median %s p90 %s min %s max %s", ms(s[len(s)/2]), ms(s[len(s)*9/10]), ms(s[0]), ms(s[len(s)-1]))
+	b.ReportMetric(float64(span.Microseconds())/1000/float64(b.N), "start-to-exit-ms/op")
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // vethEgress gives each attempt a network namespace joined to the host by
@@ -57,7 +58,7 @@ func ipCmd(ctx context.Context, args ...string) error {
 
 func TestNetworkThroughEgress(t *testing.T) {
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs iproute2's ip to build a test network namespace")
+		testenv.Skip(t, "needs iproute2's ip to build a test network namespace")
 	}
 	d, f := newTestDriver(t)
 	eg := vethEgress{hostIP: "10.231.77.1", nsIP: "10.231.77.2"}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // testGrace keeps the stop tests short.
@@ -27,14 +28,14 @@ func testRunsc() string {
 // and fixtures for it. When the test ends it checks that nothing leaked (no
 // container in `runsc list`, no cgroup under the parent), then cleans up.
 // It skips without root or runsc.
-func newTestDriver(t *testing.T) (*Driver, sandboxtest.Fixtures) {
+func newTestDriver(t testing.TB) (*Driver, sandboxtest.Fixtures) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("gvisor: needs root (runsc applies cgroup limits only as root)")
+		testenv.Skip(t, "gvisor: needs root (runsc applies cgroup limits only as root)")
 	}
 	runscPath := testRunsc()
 	if _, err := os.Stat(runscPath); err != nil {
-		t.Skipf("gvisor: needs runsc at %s (set SKIFF_RUNSC; setup installs it): %v", runscPath, err)
+		testenv.Skipf(t, "gvisor: needs runsc at %s (set SKIFF_RUNSC; setup installs it): %v", runscPath, err)
 	}
 	parent := "skiff-test-" + strings.ToLower(rand.Text()[:10])
 	d, err := New(Config{
@@ -63,7 +64,7 @@ func newTestDriver(t *testing.T) (*Driver, sandboxtest.Fixtures) {
 }
 
 // assertNoLeaks fails the test if a container or an attempt cgroup is left.
-func assertNoLeaks(t *testing.T, d *Driver) {
+func assertNoLeaks(t testing.TB, d *Driver) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -90,7 +91,7 @@ func assertNoLeaks(t *testing.T, d *Driver) {
 }
 
 // testWriter sends driver logs to the test log.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()

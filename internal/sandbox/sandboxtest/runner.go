@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // runnerSource is embedded so the fixture builds from any working directory
@@ -32,7 +34,7 @@ func BuildRunner(t testing.TB) string {
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 		if _, err := os.Stat(goBin); err != nil {
-			t.Skip("sandboxtest: no go toolchain to build the test runner")
+			testenv.Skip(t, "sandboxtest: no go toolchain to build the test runner")
 		}
 	}
 	dir := t.TempDir()

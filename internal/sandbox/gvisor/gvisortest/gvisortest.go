@@ -11,23 +11,24 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/sandbox/gvisor"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // Driver returns a gVisor driver with its own state dir and cgroup parent
 // (named after prefix), cleaned up when the test ends. It skips the test
-// unless it runs as root with the pinned runsc (SKIFF_RUNSC or
+// (testenv.Skip) unless it runs as root with the pinned runsc (SKIFF_RUNSC or
 // gvisor.DefaultRunscPath) present.
 func Driver(t testing.TB, prefix string) *gvisor.Driver {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("gvisor: needs root")
+		testenv.Skip(t, "gvisor: needs root")
 	}
 	runsc := os.Getenv("SKIFF_RUNSC")
 	if runsc == "" {
 		runsc = gvisor.DefaultRunscPath
 	}
 	if _, err := os.Stat(runsc); err != nil {
-		t.Skipf("gvisor: needs runsc at %s: %v", runsc, err)
+		testenv.Skipf(t, "gvisor: needs runsc at %s: %v", runsc, err)
 	}
 	parent := prefix + "-" + strings.ToLower(rand.Text()[:10])
 	d, err := gvisor.New(gvisor.Config{RunscPath: runsc, StateDir: t.TempDir(), CgroupParent: parent, Grace: time.Second})

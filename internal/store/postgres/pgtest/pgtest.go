@@ -1,5 +1,6 @@
 // Package pgtest gives tests a fresh PostgreSQL database on the server named
-// by SKIFF_TEST_POSTGRES_URL, and skips them when it is unset.
+// by SKIFF_TEST_POSTGRES_URL, and skips them when it is unset (fails them
+// under SKIFF_TEST_REQUIRE_ALL=1, see internal/testenv).
 package pgtest
 
 import (
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // EnvURL names the variable holding the test server's URL.
@@ -25,7 +28,7 @@ func NewDatabase(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv(EnvURL)
 	if base == "" {
-		t.Skipf("PostgreSQL tests skipped: set %s (make test sets it up)", EnvURL)
+		testenv.Skipf(t, "PostgreSQL tests skipped: set %s (make test sets it up)", EnvURL)
 	}
 	admin, err := sql.Open("pgx", base)
 	if err != nil {

@@ -1,0 +1,147 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/billing"
+	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/fleet"
+	"github.com/skiffhq/skiff/internal/httpapi/apitest"
+	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// TestLostHostSweepSynctest: a host that takes an attempt and then stops
+// calling is kept for LostAfter and declared lost by the first sweep after
+// that; its attempt is recorded lost and the task requeued free. It runs
+// in a synctest bubble, so the sweep's ticker and the controller's clock
+// (clock.System reads the bubble's fake time) move only as the test says,
+// and the host is a real agentproto client called in memory.
+func TestLostHostSweepSynctest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		st := apitest.OpenSQLite(t)
+		jobs := job.New(job.Config{Store: st, Clock: clock.System{}, Logger: slog.New(slog.DiscardHandler)})
+		const heartbeat, lostAfter, sweep = 10 * time.Second, 30 * time.Second, 5 * time.Second
+		ctrl := fleet.NewController(fleet.ControllerConfig{Store: st, Jobs: jobs, ImagesDir: t.TempDir(),
+			HeartbeatInterval: heartbeat, LostAfter: lostAfter, SweepInterval: sweep})
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = ctrl.Run(runCtx) }()
+		defer func() { stop(); <-done }()
+
+		j := submitPublished(t, st, jobs)
+		hostID := id.New(id.Worker)
+		ctrl.AllowHost("tok", hostID)
+		h := &agent.HTTPController{BaseURL: "http://controller.test", Token: "tok",
+			Client: &http.Client{Transport: handlerTransport{ctrl.Handler()}}}
+		if _, err := h.Register(ctx, &agentproto.RegisterRequest{ProtocolVersion: agentproto.ProtocolVersion,
+			Driver: "gvisor", Capacity: agentCapacity(1)}); err != nil {
+			t.Fatal(err)
+		}
+		lease, err := h.Lease(ctx, &agentproto.LeaseRequest{HostID: hostID, Free: agentCapacity(1), Running: []string{}})
+		if err != nil || len(lease.Assignments) != 1 {
+			t.Fatalf("lease: got %+v, %v; want the job's one assignment", lease, err)
+		}
+		assigned := time.Now()
+
+		// The host falls silent. Up to LostAfter it is kept...
+		time.Sleep(lostAfter - sweep)
+		synctest.Wait()
+		if atts := attempts(t, st, j); len(atts) != 1 || atts[0].Status != store.AttemptRunning && atts[0].Status != store.AttemptAssigned {
+			t.Fatalf("%s after the last lease: attempts %s; want the one still open", time.Since(assigned), attemptsString(atts))
+		}
+		// ...and the first sweep after it declares the host lost.
+		time.Sleep(2 * sweep)
+		synctest.Wait()
+		atts := attempts(t, st, j)
+		if len(atts) != 1 || atts[0].Status != store.AttemptLost {
+			t.Fatalf("%s after the last lease: attempts %s; want the one lost", time.Since(assigned), attemptsString(atts))
+		}
+		tasks, err := st.TaskList(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tasks[0].Status != store.TaskQueued || tasks[0].RetriesUsed != 0 || tasks[0].InfraRequeues != 1 {
+			t.Errorf("task: %s, retries_used %d, infra_requeues %d; want queued again for free (0 retries, 1 requeue)",
+				tasks[0].Status, tasks[0].RetriesUsed, tasks[0].InfraRequeues)
+		}
+		// The lost host is forgotten: its next lease is told to register again.
+		if _, err := h.Lease(ctx, &agentproto.LeaseRequest{HostID: hostID, Running: []string{}}); !errors.Is(err, agent.ErrUnknownHost) {
+			t.Errorf("lease from the lost host: got %v, want unknown_host", err)
+		}
+	})
+}
+
+func attempts(t *testing.T, st store.Store, j *store.Job) []*store.Attempt {
+	t.Helper()
+	atts, err := st.AttemptList(t.Context(), j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return atts
+}
+
+// submitPublished makes a funded account with a published project and
+// submits one single-task job to it.
+func submitPublished(t *testing.T, st store.Store, jobs *job.Service) *store.Job {
+	t.Helper()
+	ctx := t.Context()
+	now := time.Now().UTC()
+	acc, err := st.AccountCreate(ctx, &store.AccountCreateParams{ID: id.New(id.Account), Name: "sweep", Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := billing.New(st, clock.System{}).GrantCredit(ctx, acc.ID, 100_000_000, "test"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.ProjectCreate(ctx, &store.ProjectWriteParams{ID: id.New(id.Project), AccountID: acc.ID, Name: "runner",
+		SetupTimeoutS: 600, RuntimeKind: "oci", RuntimeVersion: 1, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := `{"version":1,"runtime":{"kind":"oci","sandbox":"gvisor","workdir":"/app"},"entrypoint":{"command":["/usr/local/bin/runner"]}}`
+	pu, err := st.PushCreate(ctx, &store.PushCreateParams{ID: id.New(id.Push), ProjectID: p.ID, AccountID: acc.ID,
+		ContentHash: "sha256:" + strings.Repeat("0", 64), Manifest: json.RawMessage(manifest), Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PushStart(ctx, pu.ID, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PushFinish(ctx, &store.PushFinishParams{ID: pu.ID, Status: store.PushPublished,
+		ImageDigest: "sha256:" + strings.Repeat("1", 64), Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	project := "runner"
+	cpu, mem := 1.0, int64(256)
+	j, err := jobs.Submit(ctx, acc.ID, &apiv1.JobSubmit{Project: &project, RunnerCommand: []string{"/usr/local/bin/runner"},
+		Requirements: &apiv1.JobRequirements{CPU: &cpu, MemoryMB: &mem}})
+	if err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	return j
+}
+
+// handlerTransport hands each request straight to h: no network, so it
+// works inside a synctest bubble.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}

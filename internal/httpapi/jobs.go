@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -391,15 +392,12 @@ func (s *Server) jobCancel(w http.ResponseWriter, r *http.Request) error {
 	if _, err := decodeJSON(w, r, &body, true); err != nil {
 		return err
 	}
-	reason := "requested through the API"
-	if body.Reason != nil && strings.TrimSpace(*body.Reason) != "" {
-		reason = strings.TrimSpace(*body.Reason)
+	reason, err := cancelReason(body.Reason)
+	if err != nil {
+		return err
 	}
-	if len([]rune(reason)) > maxCancelReason {
-		return fault.Invalid("invalid_reason", "Give a reason of at most 500 characters.",
-			"reason is longer than %d characters", maxCancelReason).With("field", "reason")
-	}
-	j, _, err := s.jobs.Cancel(r.Context(), principal(r.Context()).Account.ID, r.PathValue("id"), reason)
+	j, _, err := s.jobs.Cancel(r.Context(), principal(r.Context()).Account.ID, r.PathValue("id"),
+		cmp.Or(reason, "requested through the API"))
 	if err != nil {
 		return err
 	}
@@ -428,16 +426,36 @@ func (s *Server) projectCancelQueued(w http.ResponseWriter, r *http.Request) err
 		}
 		tag = *body.Tag
 	}
-	ids, err := s.jobs.CancelQueued(r.Context(), principal(r.Context()).Account.ID, p, tag)
+	reason, err := cancelReason(body.Reason)
 	if err != nil {
 		return err
 	}
-	out := apiv1.CancelQueuedResult{Project: p.Name, Cancelled: ids, Count: len(ids)}
+	// An empty reason lets CancelQueued name the call, project and tag.
+	res, err := s.jobs.CancelQueued(r.Context(), principal(r.Context()).Account.ID, p, tag, reason)
+	if err != nil {
+		return err
+	}
+	out := apiv1.CancelQueuedResult{Status: "cancelled", Project: p.Name, QueuedBefore: res.QueuedBefore,
+		CancelledJobs: res.Cancelled, Count: len(res.Cancelled)}
 	if tag != "" {
 		out.Tag = &tag
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// cancelReason checks the optional reason of a cancel body; "" when none
+// was given.
+func cancelReason(given *string) (string, error) {
+	if given == nil {
+		return "", nil
+	}
+	reason := strings.TrimSpace(*given)
+	if len([]rune(reason)) > maxCancelReason {
+		return "", fault.Invalid("invalid_reason", "Give a reason of at most 500 characters.",
+			"reason is longer than %d characters", maxCancelReason).With("field", "reason")
+	}
+	return reason, nil
 }
 
 // jobEditRequirements takes the requirement fields at the top level of the

@@ -627,22 +627,35 @@ func testCancelQueued(t *testing.T, f *fixture) {
 
 	var res apiv1.CancelQueuedResult
 	r := f.member.Put(t, "/api/v1/projects/alpha/cancel-queued", map[string]any{"tag": "a"})
-	wantKeys(t, "cancel-queued", r.Object(t, http.StatusOK), "project", "tag", "cancelled", "count")
+	wantKeys(t, "cancel-queued", r.Object(t, http.StatusOK), "status", "project", "tag", "queued_before", "cancelled_jobs", "count")
 	r.JSON(t, http.StatusOK, &res)
-	if !slices.Equal(res.Cancelled, []string{qa.ID, plan.ID}) || res.Count != 2 || res.Project != "alpha" || *res.Tag != "a" {
-		t.Errorf("tag a: got %+v, want [%s %s] (oldest first)", res, qa.ID, plan.ID)
+	if res.Status != "cancelled" || !slices.Equal(res.CancelledJobs, []string{qa.ID, plan.ID}) || res.QueuedBefore != 2 ||
+		res.Count != 2 || res.Project != "alpha" || res.Tag == nil || *res.Tag != "a" {
+		t.Errorf("tag a: got %+v, want 2 queued before and [%s %s] cancelled (oldest first)", res, qa.ID, plan.ID)
 	}
 	// The query names the tag too; nothing left with tag a.
+	res = apiv1.CancelQueuedResult{}
 	f.member.Put(t, "/api/v1/projects/alpha/cancel-queued?tag=a", nil).JSON(t, http.StatusOK, &res)
-	if res.Count != 0 || len(res.Cancelled) != 0 {
-		t.Errorf("tag a again: got %+v, want nothing", res)
+	if res.QueuedBefore != 0 || res.Count != 0 || res.CancelledJobs == nil || len(res.CancelledJobs) != 0 {
+		t.Errorf("tag a again: got %+v, want nothing queued before and an empty list", res)
 	}
 	f.member.Put(t, "/api/v1/projects/alpha/cancel-queued?tag=a", map[string]any{"tag": "b"}).Fail(t, http.StatusUnprocessableEntity)
-	// Without a tag: every planning or queued job of the project.
-	// A dependent of a cancelled job is cancelled with it, and listed.
-	f.member.Put(t, "/api/v1/projects/alpha/cancel-queued", nil).JSON(t, http.StatusOK, &res)
-	if !slices.Equal(res.Cancelled, []string{qb.ID, dep.ID}) || res.Tag != nil {
-		t.Errorf("no tag: got %+v, want [%s %s]", res, qb.ID, dep.ID)
+	f.member.Do(t, apitest.Request{Method: "PUT", Path: "/api/v1/projects/alpha/cancel-queued",
+		Body: map[string]any{"reason": strings.Repeat("x", 501)}, Check: apitest.MustViolate}).Fail(t, http.StatusUnprocessableEntity)
+	// Without a tag: every planning or queued job of the project, which
+	// the answer leaves the tag out for. A dependent of a cancelled job is
+	// cancelled with it, and listed.
+	res = apiv1.CancelQueuedResult{}
+	r = f.member.Put(t, "/api/v1/projects/alpha/cancel-queued", map[string]any{"reason": "new data"})
+	if _, ok := r.Object(t, http.StatusOK)["tag"]; ok {
+		t.Errorf("no tag: the answer has a tag field: %s", r.Body)
+	}
+	r.JSON(t, http.StatusOK, &res)
+	if !slices.Equal(res.CancelledJobs, []string{qb.ID, dep.ID}) || res.QueuedBefore != 2 || res.Tag != nil {
+		t.Errorf("no tag: got %+v, want 2 queued before and [%s %s] cancelled", res, qb.ID, dep.ID)
+	}
+	if j := getJob(t, f.member, qb.ID); j.Error == nil || *j.Error != "cancelled: new data" {
+		t.Errorf("job cancelled with a reason: got error %v, want \"cancelled: new data\"", j.Error)
 	}
 	want := map[string]string{run.ID: "running", qa.ID: "cancelled", qb.ID: "cancelled", plan.ID: "cancelled",
 		dep.ID: "cancelled", other.ID: "queued"}

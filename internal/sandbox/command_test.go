@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/skiffhq/skiff/internal/sandbox"
-	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
+	"github.com/skiffhq/skiff/internal/testlog"
 )
 
 // A runner command written as users write it (["python", "main.py"]) is
@@ -62,7 +62,7 @@ func TestResolveCommand(t *testing.T) {
 		}
 	}
 
-	var stderr sandboxtest.Buffer
+	var stderr testlog.Buffer
 	spec := sandbox.Spec{RootFS: rootfs, Args: []string{"node", "main.js"}, Env: map[string]string{"PATH": "/usr/bin"}, Stderr: &stderr}
 	o := sandbox.ResolveCommand(&spec)
 	if o == nil || o.ExitCode != sandbox.ExitCommandNotFound || o.OOMKilled || !strings.Contains(o.SandboxError, "node") {

@@ -36,53 +36,34 @@ func jobSuite() []apiCase {
 }
 
 func TestJobsAPI(t *testing.T) {
-	t.Parallel()
-	for _, eng := range apitest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			t.Parallel()
-			if eng.Skip != "" {
-				t.Skip(eng.Skip)
-			}
-			for _, tc := range jobSuite() {
-				t.Run(tc.name, func(t *testing.T) {
-					t.Parallel()
-					f := setup(t, eng)
-					publish(t, f, fixtureProject)
-					if _, err := f.e.Billing.GrantCredit(t.Context(), f.acct.ID, 1000_000_000, "test credit"); err != nil {
-						t.Fatal(err)
-					}
-					tc.run(t, f)
-				})
-			}
-		})
-	}
+	runSuite(t, jobSuite(), funded(1000_000_000))
 }
 
 // publish gives a project of the fixture's account a published revision,
 // straight through the store: these tests never build.
 func publish(t *testing.T, f *fixture, name string) {
 	t.Helper()
-	publishFor(t, f, f.acct.ID, name)
+	publishFor(t, f.e, f.acct.ID, name)
 }
 
-func publishFor(t *testing.T, f *fixture, accountID, name string) {
-	t.Helper()
-	ctx, db, now := t.Context(), f.e.Store, f.e.Clock.Now()
+func publishFor(tb testing.TB, e *apitest.Env, accountID, name string) {
+	tb.Helper()
+	ctx, db, now := tb.Context(), e.Store, e.Clock.Now()
 	p, err := db.ProjectGetByName(ctx, accountID, name)
 	if err != nil {
-		t.Fatalf("project %s: %v", name, err)
+		tb.Fatalf("project %s: %v", name, err)
 	}
 	pu, err := db.PushCreate(ctx, &store.PushCreateParams{ID: id.New(id.Push), ProjectID: p.ID, AccountID: accountID,
 		ContentHash: "sha256:" + strings.Repeat("a", 64), SizeBytes: 1, Now: now})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if _, err := db.PushStart(ctx, pu.ID, now); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if _, err := db.PushFinish(ctx, &store.PushFinishParams{ID: pu.ID, Status: store.PushPublished,
 		ImageDigest: "sha256:" + strings.Repeat("d", 64), Now: now}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 }
 
@@ -279,10 +260,7 @@ func testJobSubmitRefusals(t *testing.T, f *fixture) {
 // An account whose balance cannot cover the hold gets a 402 with a
 // shortfall quote, alone or inside a batch, and nothing is stored.
 func testJobPaymentRequired(t *testing.T, f *fixture) {
-	poor := f.e.NewAccount(t, "poor")
-	c := f.e.Client(poor.Member)
-	c.Post(t, "/api/v1/projects", map[string]any{"name": "thin"}).Want(t, http.StatusCreated)
-	publishFor(t, f, poor.ID, "thin")
+	_, c := fundedAccount(t, f.e, "poor", "thin", 0)
 	body := map[string]any{"project": "thin", "runner_command": []string{"/r"}}
 	env := c.Post(t, "/api/v1/jobs", body).Fail(t, http.StatusPaymentRequired)
 	quote, _ := env.Details["quote"].(map[string]any)

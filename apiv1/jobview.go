@@ -264,15 +264,20 @@ type JobCancelRequest struct {
 // CancelQueuedRequest is the optional body of PUT
 // /api/v1/projects/:name/cancel-queued.
 type CancelQueuedRequest struct {
-	Tag *string `json:"tag,omitempty"`
+	Reason *string `json:"reason,omitempty"`
+	Tag    *string `json:"tag,omitempty"`
 }
 
-// CancelQueuedResult answers PUT /api/v1/projects/:name/cancel-queued.
+// CancelQueuedResult answers PUT /api/v1/projects/:name/cancel-queued
+// (spec 4.4). Count is ours: len(CancelledJobs), for clients that only
+// want the number.
 type CancelQueuedResult struct {
-	Project   string   `json:"project"`
-	Tag       *string  `json:"tag"`
-	Cancelled []string `json:"cancelled"` // job ids, oldest first
-	Count     int      `json:"count"`
+	Status        string   `json:"status"` // always "cancelled"
+	Project       string   `json:"project"`
+	Tag           *string  `json:"tag,omitempty"`
+	QueuedBefore  int      `json:"queued_before"`  // planning or queued jobs (with the tag) when the call came
+	CancelledJobs []string `json:"cancelled_jobs"` // job ids, oldest first
+	Count         int      `json:"count"`
 }
 
 // ResultLinks are the addresses a result entry points to.

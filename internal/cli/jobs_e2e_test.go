@@ -54,17 +54,10 @@ func TestJobsEndToEndSurviveKill9(t *testing.T) {
 			Object(t, http.StatusCreated)
 		return job["id"].(string)
 	}
-	terminal := func(m map[string]any) bool {
-		switch m["status"] {
-		case "completed", "partial", "failed", "cancelled":
-			return true
-		}
-		return false
-	}
 
 	// A job that succeeds, read back through every endpoint.
 	ok := submit(sandboxtest.Payload{Stdout: "hello e2e\n", Env: []string{"GREETING"}, Progress: []string{`{"pct":100}`}})
-	job := waitJSON(t, c, "/api/v1/jobs/"+ok, time.Minute, terminal)
+	job := waitJSON(t, c, "/api/v1/jobs/"+ok, time.Minute, jobEnded)
 	if job["status"] != "completed" {
 		t.Fatalf("job: %v", job)
 	}
@@ -111,7 +104,7 @@ func TestJobsEndToEndSurviveKill9(t *testing.T) {
 
 	srv = startServer(t, nil, args...)
 	c = srv.client(t, key)
-	job = waitJSON(t, c, "/api/v1/jobs/"+long, 2*time.Minute, terminal)
+	job = waitJSON(t, c, "/api/v1/jobs/"+long, 2*time.Minute, jobEnded)
 	if job["status"] != "completed" {
 		t.Fatalf("job after kill -9: %v", job)
 	}

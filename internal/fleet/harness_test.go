@@ -27,6 +27,7 @@ import (
 	"github.com/skiffhq/skiff/internal/sandbox/gvisor/gvisortest"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/testlog"
 )
 
 // harness is a controller with the job service over a real store, serving
@@ -61,7 +62,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	if st == nil {
 		st = apitest.OpenSQLite(t)
 	}
-	logs := &sandboxtest.Buffer{}
+	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -20,8 +20,8 @@ import (
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
-	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/testlog"
 )
 
 // The scripted harness is the controller for real (its store, job service
@@ -52,7 +52,7 @@ func engines(t *testing.T, run func(t *testing.T, st store.Store)) {
 func newScripted(t *testing.T, st store.Store) *scripted {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	logs := &sandboxtest.Buffer{}
+	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {

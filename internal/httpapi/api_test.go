@@ -47,6 +47,12 @@ func apiSuite() []apiCase {
 }
 
 func TestAPI(t *testing.T) {
+	runSuite(t, apiSuite(), nil)
+}
+
+// runSuite runs each case against every store engine, in parallel, each on
+// a fresh fixture that prepare (when not nil) adds to.
+func runSuite(t *testing.T, cases []apiCase, prepare func(*testing.T, *fixture)) {
 	t.Parallel()
 	for _, eng := range apitest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
@@ -54,14 +60,42 @@ func TestAPI(t *testing.T) {
 			if eng.Skip != "" {
 				testenv.Skip(t, eng.Skip)
 			}
-			for _, tc := range apiSuite() {
+			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
-					tc.run(t, setup(t, eng))
+					f := setup(t, eng)
+					if prepare != nil {
+						prepare(t, f)
+					}
+					tc.run(t, f)
 				})
 			}
 		})
 	}
+}
+
+// funded is a runSuite preparation: the fixture's project has a published
+// revision and its account holds micros of credit.
+func funded(micros int64) func(*testing.T, *fixture) {
+	return func(t *testing.T, f *fixture) {
+		publish(t, f, fixtureProject)
+		grant(t, f.e, f.acct.ID, micros)
+	}
+}
+
+// fundedAccount is another account beside the fixture's: name, owning
+// project with a published revision, holding micros of credit (none when
+// 0). It returns the account and its member's client.
+func fundedAccount(tb testing.TB, e *apitest.Env, name, project string, micros int64) (*apitest.Account, *apitest.Client) {
+	tb.Helper()
+	acct := e.NewAccount(tb, name)
+	c := e.Client(acct.Member)
+	c.Post(tb, "/api/v1/projects", map[string]any{"name": project}).Want(tb, http.StatusCreated)
+	publishFor(tb, e, acct.ID, project)
+	if micros > 0 {
+		grant(tb, e, acct.ID, micros)
+	}
+	return acct, c
 }
 
 // fixture is a running server with one account, "acme", owning project

@@ -16,7 +16,6 @@ import (
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
-	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // billingSuite is every test of the billing side of the API: the account's
@@ -56,30 +55,13 @@ const (
 )
 
 func TestBillingAPI(t *testing.T) {
-	t.Parallel()
-	for _, eng := range apitest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			t.Parallel()
-			if eng.Skip != "" {
-				testenv.Skip(t, eng.Skip)
-			}
-			for _, tc := range billingSuite() {
-				t.Run(tc.name, func(t *testing.T) {
-					t.Parallel()
-					f := setup(t, eng)
-					publish(t, f, fixtureProject)
-					grant(t, f, f.acct.ID, grantMicros)
-					tc.run(t, f)
-				})
-			}
-		})
-	}
+	runSuite(t, billingSuite(), funded(grantMicros))
 }
 
-func grant(t *testing.T, f *fixture, accountID string, micros int64) {
-	t.Helper()
-	if _, err := f.e.Billing.GrantCredit(t.Context(), accountID, micros, "test credit"); err != nil {
-		t.Fatal(err)
+func grant(tb testing.TB, e *apitest.Env, accountID string, micros int64) {
+	tb.Helper()
+	if _, err := e.Billing.GrantCredit(tb.Context(), accountID, micros, "test credit"); err != nil {
+		tb.Fatal(err)
 	}
 }
 
@@ -243,11 +225,7 @@ func testSubmitShowsBilling(t *testing.T, f *fixture) {
 // for the difference and nothing else stored; after funding, the same
 // request with the same Idempotency-Key is admitted once.
 func testShortfallThenResend(t *testing.T, f *fixture) {
-	poor := f.e.NewAccount(t, "poor")
-	c := f.e.Client(poor.Member)
-	c.Post(t, "/api/v1/projects", map[string]any{"name": "thin"}).Want(t, http.StatusCreated)
-	publishFor(t, f, poor.ID, "thin")
-	grant(t, f, poor.ID, 10_000) // 0.01 USD; the job holds 0.03375
+	poor, c := fundedAccount(t, f.e, "poor", "thin", 10_000) // 0.01 USD; the job holds 0.03375
 	body := []byte(`{"project": "thin", "runner_command": ["/r"]}`)
 	key := http.Header{"Idempotency-Key": {"order-7"}}
 	send := func() *apitest.Response {
@@ -279,7 +257,7 @@ func testShortfallThenResend(t *testing.T, f *fixture) {
 	}
 
 	// Funded, the same request is admitted; resent, it is replayed.
-	grant(t, f, poor.ID, 1_000_000)
+	grant(t, f.e, poor.ID, 1_000_000)
 	r := send()
 	var first apiv1.Job
 	r.JSON(t, http.StatusCreated, &first)
@@ -327,11 +305,7 @@ func testIdempotencyKey(t *testing.T, f *fixture) {
 		}
 	}
 	// Keys are the account's own: another account's same key is new.
-	other := f.e.NewAccount(t, "other")
-	oc := f.e.Client(other.Member)
-	oc.Post(t, "/api/v1/projects", map[string]any{"name": "alpha"}).Want(t, http.StatusCreated)
-	publishFor(t, f, other.ID, "alpha")
-	grant(t, f, other.ID, grantMicros)
+	_, oc := fundedAccount(t, f.e, "other", "alpha", grantMicros)
 	var oj apiv1.Job
 	oc.Do(t, apitest.Request{Method: "POST", Path: "/api/v1/jobs", Body: []byte(body), Header: http.Header{"Idempotency-Key": {"k1"}}}).
 		JSON(t, http.StatusCreated, &oj)
@@ -421,10 +395,7 @@ func testBatchIdempotency(t *testing.T, f *fixture) {
 // A batch refused for want of funds stores no key: after funding, the
 // same batch with the same key is admitted, then replayed.
 func testBatchShortfallThenResend(t *testing.T, f *fixture) {
-	poor := f.e.NewAccount(t, "poor")
-	c := f.e.Client(poor.Member)
-	c.Post(t, "/api/v1/projects", map[string]any{"name": "thin"}).Want(t, http.StatusCreated)
-	publishFor(t, f, poor.ID, "thin")
+	poor, c := fundedAccount(t, f.e, "poor", "thin", 0)
 	body := []byte(`{"jobs": [{"project": "thin", "runner_command": ["/r"]}, {"project": "thin", "runner_command": ["/r"], "tags": ["x"]}]}`)
 	send := func() *apitest.Response {
 		return c.Do(t, apitest.Request{Method: "POST", Path: "/api/v1/jobs/batch", Body: body,
@@ -435,7 +406,7 @@ func testBatchShortfallThenResend(t *testing.T, f *fixture) {
 	if res.Submitted != 0 || res.ErrorCount != 2 || res.Errors[0].Code != "insufficient_balance" {
 		t.Fatalf("unfunded batch: got %+v", res)
 	}
-	grant(t, f, poor.ID, 1_000_000)
+	grant(t, f.e, poor.ID, 1_000_000)
 	send().JSON(t, http.StatusCreated, &res)
 	if res.Submitted != 2 || res.Jobs[0].Replayed || res.Jobs[1].Replayed {
 		t.Fatalf("funded batch: got %+v, want both admitted", res)
@@ -498,9 +469,9 @@ func testConcurrentResends(t *testing.T, f *fixture) {
 func testAccountLists(t *testing.T, f *fixture) {
 	c := f.member
 	f.e.Clock.Advance(time.Second) // entries list by time, newest first
-	grant(t, f, f.acct.ID, 2_500_000)
+	grant(t, f.e, f.acct.ID, 2_500_000)
 	f.e.Clock.Advance(time.Second)
-	grant(t, f, f.acct.ID, 1)
+	grant(t, f.e, f.acct.ID, 1)
 	var jobs []string
 	for i := range 3 {
 		f.e.Clock.Advance(time.Second)

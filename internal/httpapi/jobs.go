@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -53,32 +54,34 @@ const (
 	headerReplayed       = "Idempotent-Replayed"
 )
 
-// idempotencyOf reads the request's Idempotency-Key and hashes the exact
-// body it came with (sha256, hex): a resend must send the same bytes. No
-// header, or an empty one, is no key.
-func idempotencyOf(r *http.Request, body []byte) (job.Idempotency, error) {
+// decodeSubmission is what POST /jobs and POST /jobs/batch read first: the
+// body, a JSON object, as raw fields for each route's own decoder, and the
+// request's Idempotency-Key with the hash (sha256, hex) of the exact body it
+// came with: a resend must send the same bytes. No header, or an empty one,
+// is no key.
+func decodeSubmission(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, job.Idempotency, error) {
+	var raw map[string]json.RawMessage
+	_, body, err := decodeJSONBody(w, r, &raw, false)
+	if err != nil {
+		return nil, job.Idempotency{}, err
+	}
 	values := r.Header.Values(headerIdempotencyKey)
 	if len(values) > 1 {
-		return job.Idempotency{}, fault.Invalid("invalid_idempotency_key", "Send one Idempotency-Key header.",
+		return nil, job.Idempotency{}, fault.Invalid("invalid_idempotency_key", "Send one Idempotency-Key header.",
 			"%d Idempotency-Key headers were sent", len(values)).With("field", headerIdempotencyKey)
 	}
 	if len(values) == 0 || values[0] == "" {
-		return job.Idempotency{}, nil
+		return raw, job.Idempotency{}, nil
 	}
 	sum := sha256.Sum256(body)
-	return job.Idempotency{Key: values[0], RequestHash: hex.EncodeToString(sum[:])}, nil
+	return raw, job.Idempotency{Key: values[0], RequestHash: hex.EncodeToString(sum[:])}, nil
 }
 
 // jobSubmit admits one job. With an Idempotency-Key, a resend of the same
 // body answers the job the first request created (201, Idempotent-Replayed:
 // true) and another body with the same key a 409.
 func (s *Server) jobSubmit(w http.ResponseWriter, r *http.Request) error {
-	var raw map[string]json.RawMessage
-	_, body, err := decodeJSONBody(w, r, &raw, false)
-	if err != nil {
-		return err
-	}
-	key, err := idempotencyOf(r, body)
+	raw, key, err := decodeSubmission(w, r)
 	if err != nil {
 		return err
 	}
@@ -110,12 +113,7 @@ func (s *Server) jobSubmit(w http.ResponseWriter, r *http.Request) error {
 // tried again), and another body with the same key is a 409 that admits
 // nothing (job.Service.CheckBatchKey).
 func (s *Server) jobBatch(w http.ResponseWriter, r *http.Request) error {
-	var raw map[string]json.RawMessage
-	_, body, err := decodeJSONBody(w, r, &raw, false)
-	if err != nil {
-		return err
-	}
-	key, err := idempotencyOf(r, body)
+	raw, key, err := decodeSubmission(w, r)
 	if err != nil {
 		return err
 	}
@@ -391,15 +389,12 @@ func (s *Server) jobCancel(w http.ResponseWriter, r *http.Request) error {
 	if _, err := decodeJSON(w, r, &body, true); err != nil {
 		return err
 	}
-	reason := "requested through the API"
-	if body.Reason != nil && strings.TrimSpace(*body.Reason) != "" {
-		reason = strings.TrimSpace(*body.Reason)
+	reason, err := cancelReason(body.Reason)
+	if err != nil {
+		return err
 	}
-	if len([]rune(reason)) > maxCancelReason {
-		return fault.Invalid("invalid_reason", "Give a reason of at most 500 characters.",
-			"reason is longer than %d characters", maxCancelReason).With("field", "reason")
-	}
-	j, _, err := s.jobs.Cancel(r.Context(), principal(r.Context()).Account.ID, r.PathValue("id"), reason)
+	j, _, err := s.jobs.Cancel(r.Context(), principal(r.Context()).Account.ID, r.PathValue("id"),
+		cmp.Or(reason, "requested through the API"))
 	if err != nil {
 		return err
 	}
@@ -428,16 +423,36 @@ func (s *Server) projectCancelQueued(w http.ResponseWriter, r *http.Request) err
 		}
 		tag = *body.Tag
 	}
-	ids, err := s.jobs.CancelQueued(r.Context(), principal(r.Context()).Account.ID, p, tag)
+	reason, err := cancelReason(body.Reason)
 	if err != nil {
 		return err
 	}
-	out := apiv1.CancelQueuedResult{Project: p.Name, Cancelled: ids, Count: len(ids)}
+	// An empty reason lets CancelQueued name the call, project and tag.
+	res, err := s.jobs.CancelQueued(r.Context(), principal(r.Context()).Account.ID, p, tag, reason)
+	if err != nil {
+		return err
+	}
+	out := apiv1.CancelQueuedResult{Status: "cancelled", Project: p.Name, QueuedBefore: res.QueuedBefore,
+		CancelledJobs: res.Cancelled, Count: len(res.Cancelled)}
 	if tag != "" {
 		out.Tag = &tag
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// cancelReason checks the optional reason of a cancel body; "" when none
+// was given.
+func cancelReason(given *string) (string, error) {
+	if given == nil {
+		return "", nil
+	}
+	reason := strings.TrimSpace(*given)
+	if len([]rune(reason)) > maxCancelReason {
+		return "", fault.Invalid("invalid_reason", "Give a reason of at most 500 characters.",
+			"reason is longer than %d characters", maxCancelReason).With("field", "reason")
+	}
+	return reason, nil
 }
 
 // jobEditRequirements takes the requirement fields at the top level of the

@@ -14,7 +14,6 @@ import (
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
-	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // jobSuite is every test of the job and result endpoints. TestJobsAPI runs
@@ -37,53 +36,34 @@ func jobSuite() []apiCase {
 }
 
 func TestJobsAPI(t *testing.T) {
-	t.Parallel()
-	for _, eng := range apitest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			t.Parallel()
-			if eng.Skip != "" {
-				testenv.Skip(t, eng.Skip)
-			}
-			for _, tc := range jobSuite() {
-				t.Run(tc.name, func(t *testing.T) {
-					t.Parallel()
-					f := setup(t, eng)
-					publish(t, f, fixtureProject)
-					if _, err := f.e.Billing.GrantCredit(t.Context(), f.acct.ID, 1000_000_000, "test credit"); err != nil {
-						t.Fatal(err)
-					}
-					tc.run(t, f)
-				})
-			}
-		})
-	}
+	runSuite(t, jobSuite(), funded(1000_000_000))
 }
 
 // publish gives a project of the fixture's account a published revision,
 // straight through the store: these tests never build.
 func publish(t *testing.T, f *fixture, name string) {
 	t.Helper()
-	publishFor(t, f, f.acct.ID, name)
+	publishFor(t, f.e, f.acct.ID, name)
 }
 
-func publishFor(t *testing.T, f *fixture, accountID, name string) {
-	t.Helper()
-	ctx, db, now := t.Context(), f.e.Store, f.e.Clock.Now()
+func publishFor(tb testing.TB, e *apitest.Env, accountID, name string) {
+	tb.Helper()
+	ctx, db, now := tb.Context(), e.Store, e.Clock.Now()
 	p, err := db.ProjectGetByName(ctx, accountID, name)
 	if err != nil {
-		t.Fatalf("project %s: %v", name, err)
+		tb.Fatalf("project %s: %v", name, err)
 	}
 	pu, err := db.PushCreate(ctx, &store.PushCreateParams{ID: id.New(id.Push), ProjectID: p.ID, AccountID: accountID,
 		ContentHash: "sha256:" + strings.Repeat("a", 64), SizeBytes: 1, Now: now})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if _, err := db.PushStart(ctx, pu.ID, now); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if _, err := db.PushFinish(ctx, &store.PushFinishParams{ID: pu.ID, Status: store.PushPublished,
 		ImageDigest: "sha256:" + strings.Repeat("d", 64), Now: now}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 }
 
@@ -280,10 +260,7 @@ func testJobSubmitRefusals(t *testing.T, f *fixture) {
 // An account whose balance cannot cover the hold gets a 402 with a
 // shortfall quote, alone or inside a batch, and nothing is stored.
 func testJobPaymentRequired(t *testing.T, f *fixture) {
-	poor := f.e.NewAccount(t, "poor")
-	c := f.e.Client(poor.Member)
-	c.Post(t, "/api/v1/projects", map[string]any{"name": "thin"}).Want(t, http.StatusCreated)
-	publishFor(t, f, poor.ID, "thin")
+	_, c := fundedAccount(t, f.e, "poor", "thin", 0)
 	body := map[string]any{"project": "thin", "runner_command": []string{"/r"}}
 	env := c.Post(t, "/api/v1/jobs", body).Fail(t, http.StatusPaymentRequired)
 	quote, _ := env.Details["quote"].(map[string]any)
@@ -628,22 +605,35 @@ func testCancelQueued(t *testing.T, f *fixture) {
 
 	var res apiv1.CancelQueuedResult
 	r := f.member.Put(t, "/api/v1/projects/alpha/cancel-queued", map[string]any{"tag": "a"})
-	wantKeys(t, "cancel-queued", r.Object(t, http.StatusOK), "project", "tag", "cancelled", "count")
+	wantKeys(t, "cancel-queued", r.Object(t, http.StatusOK), "status", "project", "tag", "queued_before", "cancelled_jobs", "count")
 	r.JSON(t, http.StatusOK, &res)
-	if !slices.Equal(res.Cancelled, []string{qa.ID, plan.ID}) || res.Count != 2 || res.Project != "alpha" || *res.Tag != "a" {
-		t.Errorf("tag a: got %+v, want [%s %s] (oldest first)", res, qa.ID, plan.ID)
+	if res.Status != "cancelled" || !slices.Equal(res.CancelledJobs, []string{qa.ID, plan.ID}) || res.QueuedBefore != 2 ||
+		res.Count != 2 || res.Project != "alpha" || res.Tag == nil || *res.Tag != "a" {
+		t.Errorf("tag a: got %+v, want 2 queued before and [%s %s] cancelled (oldest first)", res, qa.ID, plan.ID)
 	}
 	// The query names the tag too; nothing left with tag a.
+	res = apiv1.CancelQueuedResult{}
 	f.member.Put(t, "/api/v1/projects/alpha/cancel-queued?tag=a", nil).JSON(t, http.StatusOK, &res)
-	if res.Count != 0 || len(res.Cancelled) != 0 {
-		t.Errorf("tag a again: got %+v, want nothing", res)
+	if res.QueuedBefore != 0 || res.Count != 0 || res.CancelledJobs == nil || len(res.CancelledJobs) != 0 {
+		t.Errorf("tag a again: got %+v, want nothing queued before and an empty list", res)
 	}
 	f.member.Put(t, "/api/v1/projects/alpha/cancel-queued?tag=a", map[string]any{"tag": "b"}).Fail(t, http.StatusUnprocessableEntity)
-	// Without a tag: every planning or queued job of the project.
-	// A dependent of a cancelled job is cancelled with it, and listed.
-	f.member.Put(t, "/api/v1/projects/alpha/cancel-queued", nil).JSON(t, http.StatusOK, &res)
-	if !slices.Equal(res.Cancelled, []string{qb.ID, dep.ID}) || res.Tag != nil {
-		t.Errorf("no tag: got %+v, want [%s %s]", res, qb.ID, dep.ID)
+	f.member.Do(t, apitest.Request{Method: "PUT", Path: "/api/v1/projects/alpha/cancel-queued",
+		Body: map[string]any{"reason": strings.Repeat("x", 501)}, Check: apitest.MustViolate}).Fail(t, http.StatusUnprocessableEntity)
+	// Without a tag: every planning or queued job of the project, which
+	// the answer leaves the tag out for. A dependent of a cancelled job is
+	// cancelled with it, and listed.
+	res = apiv1.CancelQueuedResult{}
+	r = f.member.Put(t, "/api/v1/projects/alpha/cancel-queued", map[string]any{"reason": "new data"})
+	if _, ok := r.Object(t, http.StatusOK)["tag"]; ok {
+		t.Errorf("no tag: the answer has a tag field: %s", r.Body)
+	}
+	r.JSON(t, http.StatusOK, &res)
+	if !slices.Equal(res.CancelledJobs, []string{qb.ID, dep.ID}) || res.QueuedBefore != 2 || res.Tag != nil {
+		t.Errorf("no tag: got %+v, want 2 queued before and [%s %s] cancelled", res, qb.ID, dep.ID)
+	}
+	if j := getJob(t, f.member, qb.ID); j.Error == nil || *j.Error != "cancelled: new data" {
+		t.Errorf("job cancelled with a reason: got error %v, want \"cancelled: new data\"", j.Error)
 	}
 	want := map[string]string{run.ID: "running", qa.ID: "cancelled", qb.ID: "cancelled", plan.ID: "cancelled",
 		dep.ID: "cancelled", other.ID: "queued"}

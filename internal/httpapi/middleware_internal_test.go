@@ -7,34 +7,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/skiffhq/skiff/internal/fault"
+	"github.com/skiffhq/skiff/internal/testlog"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A panicking handler answers 500 with the envelope, the panic is logged
 // with its stack and never shown, and the server keeps serving.
 func TestMiddlewareRecoversPanics(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	s := New(Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	s.SetCoreStarted(true)
 	mux := http.NewServeMux()
@@ -134,7 +117,7 @@ func TestStatusOf(t *testing.T) {
 // a fault's Fields sit beside error at the top level.
 func TestWriteError(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	r := httptest.NewRequest("GET", "/x", nil)
 

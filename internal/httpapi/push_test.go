@@ -36,6 +36,7 @@ import (
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/store/sqlite"
 	"github.com/skiffhq/skiff/internal/testenv"
+	"github.com/skiffhq/skiff/internal/testlog"
 	"github.com/skiffhq/skiff/openapi"
 )
 
@@ -338,11 +339,11 @@ func startPushServer(t *testing.T) *pushServer {
 	var dataDir string
 	var inner project.ImageBuilder
 	ts := &pushServer{}
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("server log:\n%s", logs.tail(64<<10))
+			t.Logf("server log:\n%s", logs.Tail(400))
 		}
 	})
 	if toolsPresent() {
@@ -647,27 +648,6 @@ func tgz(t *testing.T, entries ...entry) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) tail(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf.String()
-	if len(s) > n {
-		s = "...\n" + s[len(s)-n:]
-	}
-	return s
 }
 
 // TestPushDuringInit: a push while an init prepares the runtime on a host

@@ -174,8 +174,8 @@ func testRepriceShortfall(t *testing.T, f *fixture) {
 	poor := f.e.NewAccount(t, "poor")
 	c := f.e.Client(poor.Member)
 	c.Post(t, "/api/v1/projects", map[string]any{"name": "thin"}).Want(t, http.StatusCreated)
-	publishFor(t, f, poor.ID, "thin")
-	grant(t, f, poor.ID, held256+100)
+	publishFor(t, f.e, poor.ID, "thin")
+	grant(t, f.e, poor.ID, held256+100)
 	j := submitSmall(t, c, "thin", 1, 0)
 
 	state := func() string {
@@ -208,7 +208,7 @@ func testRepriceShortfall(t *testing.T, f *fixture) {
 		t.Errorf("quotes: got %+v, want the shortfall quote", qs)
 	}
 
-	grant(t, f, poor.ID, 2009)
+	grant(t, f.e, poor.ID, 2009)
 	var got apiv1.Job
 	patchRequirements(t, c, j.ID, map[string]any{"memory_mb": 4096}).JSON(t, http.StatusOK, &got)
 	if *got.Requirements.MemoryMB != 4096 || billingOf(t, got.Summary).Hold.AmountUSD != held4096 {

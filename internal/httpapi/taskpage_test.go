@@ -14,7 +14,6 @@ import (
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job/submit"
 	"github.com/skiffhq/skiff/internal/store"
-	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 const bigJobTasks = 10_000
@@ -44,21 +43,7 @@ func submitBigJob(t testing.TB, e *apitest.Env, accountID string, n int) *store.
 // TestTaskPaging10k pages through GET /jobs/{id}/tasks and GET
 // /results/{job_id} of a running 10,000-task job on every engine.
 func TestTaskPaging10k(t *testing.T) {
-	t.Parallel()
-	for _, eng := range apitest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			t.Parallel()
-			if eng.Skip != "" {
-				testenv.Skip(t, eng.Skip)
-			}
-			f := setup(t, eng)
-			publish(t, f, fixtureProject)
-			if _, err := f.e.Jobs.Billing().GrantCredit(t.Context(), f.acct.ID, 1000_000_000, "test credit"); err != nil {
-				t.Fatal(err)
-			}
-			testTaskPaging10k(t, f)
-		})
-	}
+	runSuite(t, []apiCase{{"10k_tasks", testTaskPaging10k}}, funded(1000_000_000))
 }
 
 func testTaskPaging10k(t *testing.T, f *fixture) {
@@ -233,13 +218,7 @@ func testTaskPaging10k(t *testing.T, f *fixture) {
 //	go test -run '^$' -bench TasksPage -benchtime 5x ./internal/httpapi/
 func BenchmarkTasksPage(b *testing.B) {
 	e := apitest.Start(b, apitest.Options{})
-	acct := e.NewAccount(b, "acme")
-	c := e.Client(acct.Member)
-	c.Post(b, "/api/v1/projects", map[string]any{"name": fixtureProject}).Want(b, http.StatusCreated)
-	publishTB(b, e, acct.ID, fixtureProject)
-	if _, err := e.Jobs.Billing().GrantCredit(b.Context(), acct.ID, 1000_000_000, "bench"); err != nil {
-		b.Fatal(err)
-	}
+	acct, c := fundedAccount(b, e, "acme", fixtureProject, 1000_000_000)
 	j := submitBigJob(b, e, acct.ID, bigJobTasks)
 	ctx, now := b.Context(), e.Clock.Now()
 	out := "out\n"
@@ -284,26 +263,4 @@ func BenchmarkTasksPage(b *testing.B) {
 	b.ReportMetric(median(tasksTimes), "median_tasks_ms")
 	b.ReportMetric(median(resultTimes), "median_results_ms")
 	b.ReportMetric(float64(size), "tasks_page_bytes")
-}
-
-// publishTB is publishFor for a benchmark.
-func publishTB(tb testing.TB, e *apitest.Env, accountID, name string) {
-	tb.Helper()
-	ctx, db, now := tb.Context(), e.Store, e.Clock.Now()
-	p, err := db.ProjectGetByName(ctx, accountID, name)
-	if err != nil {
-		tb.Fatalf("project %s: %v", name, err)
-	}
-	pu, err := db.PushCreate(ctx, &store.PushCreateParams{ID: id.New(id.Push), ProjectID: p.ID, AccountID: accountID,
-		ContentHash: "sha256:" + strings.Repeat("a", 64), SizeBytes: 1, Now: now})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := db.PushStart(ctx, pu.ID, now); err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := db.PushFinish(ctx, &store.PushFinishParams{ID: pu.ID, Status: store.PushPublished,
-		ImageDigest: "sha256:" + strings.Repeat("d", 64), Now: now}); err != nil {
-		tb.Fatal(err)
-	}
 }

@@ -9,22 +9,34 @@ import (
 	"github.com/skiffhq/skiff/internal/store"
 )
 
+// QueuedCancellation is what CancelQueued did.
+type QueuedCancellation struct {
+	// QueuedBefore counts the jobs (with the tag, when set) that were
+	// planning or queued when the call came.
+	QueuedBefore int
+	// Cancelled are the ids of the jobs it cancelled, oldest first (ties by
+	// id). A job that started meanwhile is not among them.
+	Cancelled []string
+}
+
 // CancelQueued cancels the project's jobs that have not started: those
 // planning or queued, with tag when it is set (spec 3.1). Running jobs are
 // left alone. Each job is cancelled in its own transaction, as Cancel
 // cancels one (tasks first, hold settled, dependents cancelled too); a job
-// that started meanwhile is skipped. It returns the ids of the jobs it
-// cancelled, oldest first (ties by id).
-func (s *Service) CancelQueued(ctx context.Context, accountID string, p *store.Project, tag string) ([]string, error) {
+// that started meanwhile is skipped. reason, when set, is the jobs' error
+// text after "cancelled: "; otherwise it names the call, project and tag.
+func (s *Service) CancelQueued(ctx context.Context, accountID string, p *store.Project, tag, reason string) (*QueuedCancellation, error) {
 	jobs, _, err := s.store.JobList(ctx, &store.JobListParams{AccountID: accountID, ProjectID: p.ID, Tag: tag,
 		Statuses: []store.JobStatus{store.JobPlanning, store.JobQueued}})
 	if err != nil {
 		return nil, fmt.Errorf("list queued jobs: %w", err)
 	}
 	slices.Reverse(jobs) // the list is newest first
-	reason := "cancel-queued on project " + p.Name
-	if tag != "" {
-		reason += " for tag " + tag
+	if reason == "" {
+		reason = "cancel-queued on project " + p.Name
+		if tag != "" {
+			reason += " for tag " + tag
+		}
 	}
 	cancelled := []string{}
 	kill := false
@@ -48,7 +60,7 @@ func (s *Service) CancelQueued(ctx context.Context, accountID string, p *store.P
 			continue
 		}
 		if err != nil {
-			return cancelled, fmt.Errorf("cancel job %s: %w", j.ID, err)
+			return nil, fmt.Errorf("cancel job %s: %w", j.ID, err)
 		}
 		cancelled = append(cancelled, j.ID)
 		kill = kill || len(running) > 0
@@ -59,5 +71,5 @@ func (s *Service) CancelQueued(ctx context.Context, accountID string, p *store.P
 	if kill {
 		s.wake()
 	}
-	return cancelled, nil
+	return &QueuedCancellation{QueuedBefore: len(jobs), Cancelled: cancelled}, nil
 }

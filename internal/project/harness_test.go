@@ -30,6 +30,7 @@ import (
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/store/sqlite"
+	"github.com/skiffhq/skiff/internal/testlog"
 	"github.com/skiffhq/skiff/openapi"
 )
 
@@ -70,7 +71,7 @@ type testServer struct {
 	DataDir  string
 	BuildCfg build.Config // the real builder's configuration (zero with a fake)
 	Builder  *holdBuilder
-	logs     *lockedBuffer
+	logs     *testlog.Buffer
 	stopOnce sync.Once
 	stopFn   func()
 }
@@ -91,11 +92,11 @@ func startServer(t testing.TB, opts serverOptions) *testServer {
 	if db == nil {
 		db = openStore(t, dataDir)
 	}
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("server log (%s):\n%s", dataDir, logs.tail(64<<10))
+			t.Logf("server log (%s):\n%s", dataDir, logs.Tail(400))
 		}
 	})
 	clk := clock.System{}
@@ -460,26 +461,4 @@ func jsonField(t testing.TB, body []byte, field string) json.RawMessage {
 		t.Fatalf("decode %s: %v", body, err)
 	}
 	return m[field]
-}
-
-// lockedBuffer is a log sink safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) tail(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf.String()
-	if len(s) > n {
-		s = "...\n" + s[len(s)-n:]
-	}
-	return s
 }

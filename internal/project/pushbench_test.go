@@ -93,7 +93,7 @@ func BenchmarkPushToPublished(b *testing.B) {
 			service, post = append(service, took.Seconds()), append(post, posted.Seconds())
 			queued = append(queued, rec.StartedAt.Sub(rec.CreatedAt).Seconds())
 			serverSide = append(serverSide, rec.FinishedAt.Sub(rec.CreatedAt).Seconds())
-			total, budT, exportT := builderTimings(b, ts.logs.tail(4096), rec.PushRef)
+			total, budT, exportT := builderTimings(b, ts.logs.String(), rec.PushRef)
 			builder, builderBud, builderExport = append(builder, total), append(builderBud, budT), append(builderExport, exportT)
 		}
 	}

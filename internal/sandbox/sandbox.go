@@ -51,7 +51,8 @@ type Spec struct {
 	// RootFS is the unpacked image root filesystem. It is mounted read-only
 	// and shared by every attempt of the revision, so it is never written.
 	RootFS string
-	// Args is the runner command; Args[0] is an absolute path inside RootFS.
+	// Args is the runner command. Args[0] is a path inside RootFS, or a
+	// command name that the driver looks up on the PATH of Env (ResolveCommand).
 	Args []string
 	// Cwd is the working directory inside the sandbox ("/" when empty).
 	Cwd string

@@ -5,13 +5,10 @@
 package apitest
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +23,7 @@ import (
 	"github.com/skiffhq/skiff/internal/store/postgres"
 	"github.com/skiffhq/skiff/internal/store/postgres/pgtest"
 	"github.com/skiffhq/skiff/internal/store/sqlite"
+	"github.com/skiffhq/skiff/internal/testlog"
 	"github.com/skiffhq/skiff/openapi"
 )
 
@@ -113,7 +111,7 @@ func Start(t testing.TB, opts Options) *Env {
 	if clk == nil {
 		clk = clock.NewFake(Epoch)
 	}
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -170,26 +168,6 @@ func (e *Env) NewAccount(t testing.TB, name string) *Account {
 // Authorization header.
 func (e *Env) Client(token string) *Client {
 	return &Client{BaseURL: e.URL, Token: token, Contract: e.Contract}
-}
-
-// lockedBuffer is a log sink safe for concurrent handlers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// Tail returns the last n lines.
-func (b *lockedBuffer) Tail(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	lines := strings.SplitAfter(b.buf.String(), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "")
 }
 
 // logTail is how many lines of the server log a failed test prints.

@@ -63,6 +63,9 @@ func (d *Driver) cgroupPath(attemptID string) string {
 
 // Run implements sandbox.Driver.
 func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, error) {
+	if notFound := sandbox.ResolveCommand(&spec); notFound != nil {
+		return notFound, nil
+	}
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}

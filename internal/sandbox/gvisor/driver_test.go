@@ -14,6 +14,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/sandbox"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
+	"github.com/skiffhq/skiff/internal/testlog"
 )
 
 func TestConformance(t *testing.T) {
@@ -248,7 +249,7 @@ func TestRunscErrorIsReported(t *testing.T) {
 	d, f := newTestDriver(t)
 	spec := f.Spec(t, sandboxtest.Payload{})
 	spec.Args = []string{"/no/such/runner"}
-	var stderr sandboxtest.Buffer
+	var stderr testlog.Buffer
 	spec.Stderr = &stderr
 	out := run(t, d, spec)
 	if out.ExitCode != 128 || !strings.Contains(out.SandboxError, "/no/such/runner") || out.OOMKilled {

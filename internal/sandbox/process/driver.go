@@ -93,6 +93,9 @@ func (d *Driver) Cleanup(context.Context) error { return nil }
 
 // Run implements sandbox.Driver.
 func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, error) {
+	if notFound := sandbox.ResolveCommand(&spec); notFound != nil {
+		return notFound, nil
+	}
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}

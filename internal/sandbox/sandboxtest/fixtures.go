@@ -1,11 +1,9 @@
 package sandboxtest
 
 import (
-	"bytes"
 	"crypto/rand"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,22 +39,4 @@ func (f Fixtures) Spec(t testing.TB, p Payload) sandbox.Spec {
 		CacheDir:  filepath.Join(dir, "cache"),
 		Timeout:   time.Minute,
 	}
-}
-
-// Buffer is a bytes.Buffer safe for the driver's output goroutines.
-type Buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

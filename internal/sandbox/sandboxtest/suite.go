@@ -3,6 +3,7 @@ package sandboxtest
 import (
 	"context"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/sandbox"
+	"github.com/skiffhq/skiff/internal/testlog"
 )
 
 // Run is the conformance suite: the runner protocol, exit codes, output
@@ -35,6 +37,7 @@ func Run(t *testing.T, d sandbox.Driver, f Fixtures) {
 		{"CancelKills", testCancel},
 		{"CacheSharedAcrossAttempts", testCacheShared},
 		{"InvalidSpec", testInvalidSpec},
+		{"CommandOnPath", testCommandOnPath},
 		{"WorkDirNotReused", testWorkDirReuse},
 	}
 	for _, c := range cases {
@@ -74,7 +77,7 @@ func wantFlags(t *testing.T, out *sandbox.Outcome, timedOut, killed, oom bool) {
 }
 
 func testSuccessWithResult(t *testing.T, d sandbox.Driver, f Fixtures) {
-	var stdout Buffer
+	var stdout testlog.Buffer
 	spec := f.Spec(t, Payload{Stdout: "hello\n"})
 	spec.Stdout = &stdout
 	before := time.Now()
@@ -108,7 +111,7 @@ func testExitCode(t *testing.T, d sandbox.Driver, f Fixtures) {
 }
 
 func testStreams(t *testing.T, d sandbox.Driver, f Fixtures) {
-	var stdout, stderr Buffer
+	var stdout, stderr testlog.Buffer
 	spec := f.Spec(t, Payload{
 		Stdout:   "to-stdout\n",
 		Stderr:   "to-stderr\n",
@@ -331,7 +334,6 @@ func testCacheShared(t *testing.T, d sandbox.Driver, f Fixtures) {
 func testInvalidSpec(t *testing.T, d sandbox.Driver, f Fixtures) {
 	bad := map[string]func(*sandbox.Spec){
 		"attempt id":    func(s *sandbox.Spec) { s.AttemptID = "../escape" },
-		"relative args": func(s *sandbox.Spec) { s.Args = []string{"runner"} },
 		"no args":       func(s *sandbox.Spec) { s.Args = nil },
 		"relative dirs": func(s *sandbox.Spec) { s.WorkDir = "work" },
 		"env name":      func(s *sandbox.Spec) { s.Env = map[string]string{"A=B": "c"} },
@@ -342,6 +344,25 @@ func testInvalidSpec(t *testing.T, d sandbox.Driver, f Fixtures) {
 		if _, err := d.Run(context.Background(), spec); err == nil {
 			t.Errorf("%s: Run accepted an invalid spec", name)
 		}
+	}
+}
+
+// A runner command named without a path runs from the image's PATH, as
+// users write ["python", "main.py"]; one found nowhere exits 127 and says
+// why, an attempt that failed rather than a host error.
+func testCommandOnPath(t *testing.T, d sandbox.Driver, f Fixtures) {
+	spec := f.Spec(t, Payload{Stdout: "found\n"})
+	spec.Args = []string{path.Base(RunnerPath)}
+	spec.Env = map[string]string{"PATH": "/nowhere:" + path.Dir(RunnerPath)}
+	wantExit(t, mustRun(t, d, spec), 0)
+
+	var stderr testlog.Buffer
+	spec = f.Spec(t, Payload{})
+	spec.Args, spec.Stderr = []string{"no-such-command"}, &stderr
+	out := mustRun(t, d, spec)
+	wantExit(t, out, sandbox.ExitCommandNotFound)
+	if !strings.Contains(stderr.String(), "no-such-command: command not found") || out.SandboxError == "" {
+		t.Errorf("stderr %q, sandbox error %q: want the reason in both", stderr.String(), out.SandboxError)
 	}
 }
 

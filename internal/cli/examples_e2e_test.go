@@ -1,0 +1,166 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/build"
+	"github.com/skiffhq/skiff/internal/build/buildtest"
+	"github.com/skiffhq/skiff/internal/httpapi/apitest"
+)
+
+// TestExamplesEndToEnd pushes the projects under examples/ as a user would
+// (their own Dockerfile and manifest) to the real binary and runs the job
+// the README or the example shows on the server's own gVisor host: the Go
+// FROM scratch runner, then the Python sweep. The Python example says
+// `FROM python:3.12-slim`; no registry is reachable here, so the test makes a
+// local image under that name first (about 25 s, from the cached Debian
+// rootfs).
+func TestExamplesEndToEnd(t *testing.T) {
+	runsc := buildtest.RequireTools(t)
+	dir := buildtest.DataDir(t)
+	python := !testing.Short()
+	if python {
+		// The storage the server's builder uses: same data dir, same defaults.
+		b, err := build.New(t.Context(), build.Config{RunscPath: runsc,
+			StorageRoot: filepath.Join(dir, "buildah", "storage"), ImagesDir: filepath.Join(dir, "images")},
+			slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		buildtest.PythonBase(t, b.Config())
+	}
+	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--host-slots", "2",
+		"--build-allow-base", "python:3.12-slim")
+	key := strings.TrimSpace(skiff(t, nil, "admin", "create-key", "--data-dir", dir, "--account", "newcomer").stdout)
+	skiff(t, nil, "admin", "grant-credit", "--data-dir", dir, "--account", "newcomer", "--usd", "25")
+	c := srv.client(t, key)
+
+	t.Run("hello", func(t *testing.T) {
+		files := exampleFiles(t, "hello", "Dockerfile", "skiff.project.json")
+		files["runner"] = string(buildExample(t, "hello"))
+		pushExample(t, c, "hello", files)
+		id := submitExample(t, c, `{"project": "hello", "runner_command": ["/runner"], "payload": {"name": "Ada", "repeat": 2}}`)
+		if job := waitJSON(t, c, "/api/v1/jobs/"+id, time.Minute, jobEnded); job["status"] != "completed" {
+			t.Fatalf("job: %v", job)
+		}
+		task := c.Get(t, "/api/v1/jobs/"+id+"/tasks").Object(t, http.StatusOK)["tasks"].([]any)[0].(map[string]any)
+		res, _ := task["result"].(map[string]any)
+		if res["greeting"] != "hello, Ada\nhello, Ada" || res["letters"] != float64(3) || res["task_id"] != task["id"] {
+			t.Errorf("result: %v, want the greeting twice, 3 letters and the task id", task["result"])
+		}
+		if p, _ := json.Marshal(task["latest_progress"]); string(p) != `{"pct":100,"stage":"greeting"}` {
+			t.Errorf("latest_progress: %s", p)
+		}
+		if out := c.Get(t, "/api/v1/jobs/"+id+"/output").Object(t, http.StatusOK); !strings.Contains(out["output"].(string), "hello, Ada") {
+			t.Errorf("output: %v", out)
+		}
+	})
+
+	t.Run("python-sweep", func(t *testing.T) {
+		if !python {
+			t.Skip("skipping the Python example (a Debian and python3 base image) in -short mode")
+		}
+		pushExample(t, c, "sweep", exampleFiles(t, "python-sweep", "Dockerfile", "skiff.project.json", "main.py"))
+		body := exampleFiles(t, "python-sweep", "sweep.json")["sweep.json"]
+		id := submitExample(t, c, body)
+		job := waitJSON(t, c, "/api/v1/jobs/"+id, 2*time.Minute, jobEnded)
+		if job["status"] != "completed" {
+			t.Fatalf("job: %v\ntasks: %s", job, c.Get(t, "/api/v1/jobs/"+id+"/tasks").Body)
+		}
+		summary, _ := job["summary"].(map[string]any)
+		if counts, _ := summary["task_outcome_counts"].(map[string]any); counts["succeeded"] != float64(4) {
+			t.Errorf("task_outcome_counts: %v, want 4 succeeded (2 lr x 2 depth)", summary["task_outcome_counts"])
+		}
+		// main.py's stand-in loss is lowest at lr 0.5, depth 4.
+		best, _ := summary["best"].(map[string]any)
+		params, _ := best["params"].(map[string]any)
+		result, _ := best["result"].(map[string]any)
+		if params["lr"] != 0.5 || params["depth"] != float64(4) || result["python"] == nil {
+			t.Errorf("best: %v, want lr 0.5, depth 4 and the runner's result", summary["best"])
+		}
+	})
+
+	if code := srv.stop(t, 30*time.Second); code != 0 {
+		t.Errorf("exit: %d", code)
+	}
+}
+
+// exampleFiles reads the named files of examples/name.
+func exampleFiles(t *testing.T, name string, files ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join("..", "..", "examples", name, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f] = string(b)
+	}
+	return out
+}
+
+// buildExample compiles examples/name as its Makefile does (static, for
+// FROM scratch) into a temporary directory, and returns the binary.
+func buildExample(t *testing.T, name string) []byte {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("skipping: the go tool is not on PATH to compile the example")
+	}
+	bin := filepath.Join(t.TempDir(), "runner")
+	cmd := exec.CommandContext(t.Context(), gobin, "build", "-trimpath", "-o", bin, "./examples/"+name)
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building examples/%s: %v\n%s", name, err, out)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// pushExample creates the project and pushes files, waiting until the
+// revision is published.
+func pushExample(t *testing.T, c *apitest.Client, name string, files map[string]string) {
+	t.Helper()
+	c.Post(t, "/api/v1/projects", map[string]any{"name": name}).Want(t, http.StatusCreated)
+	var rec struct {
+		StatusURL string `json:"status_url"`
+	}
+	c.Do(t, apitest.Request{Method: http.MethodPost, Path: "/api/v1/projects/" + name + "/push", Body: tarball(t, files),
+		Header: http.Header{"Content-Type": {"application/gzip"}}}).JSON(t, http.StatusAccepted, &rec)
+	push := waitJSON(t, c, rec.StatusURL, 2*time.Minute, func(m map[string]any) bool { return m["terminal"] == true })
+	if push["status"] != "published" {
+		t.Fatalf("push of %s: %v", name, push)
+	}
+}
+
+// submitExample submits the job body and returns the job's id.
+func submitExample(t *testing.T, c *apitest.Client, body string) string {
+	t.Helper()
+	id, _ := c.Post(t, "/api/v1/jobs", json.RawMessage(body)).Object(t, http.StatusCreated)["id"].(string)
+	if id == "" {
+		t.Fatalf("submitting %s: no job id", body)
+	}
+	return id
+}
+
+// jobEnded says whether a job object is in a terminal status.
+func jobEnded(m map[string]any) bool {
+	switch m["status"] {
+	case "completed", "partial", "failed", "cancelled":
+		return true
+	}
+	return false
+}

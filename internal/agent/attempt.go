@@ -180,6 +180,7 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 		OOMKilled:      so.OOMKilled,
 		Killed:         so.Killed,
 		SandboxError:   so.SandboxError,
+		StartFailed:    so.StartFailed,
 		StartedAt:      so.StartedAt,
 		EndedAt:        so.EndedAt,
 		ResultTooLarge: so.ResultTooLarge,

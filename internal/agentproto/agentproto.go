@@ -31,6 +31,7 @@ package agentproto
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -40,7 +41,18 @@ import (
 //   - 1: register, lease long-poll with heartbeat, attempt events
 //     started/progress/finished with the outcome inline (no artifact
 //     upload yet).
-const ProtocolVersion = 1
+//   - 2: Outcome.StartFailed: the host says, typed, that the runner could
+//     not be started from the image. A version-1 host's outcome lacks it,
+//     and the controller infers it from the sandbox error's words.
+const ProtocolVersion = 2
+
+// MinProtocolVersion is the oldest version the controller still accepts,
+// so that hosts can be upgraded one at a time. The controller answers a
+// registration with the version it will speak to that host: the host's own.
+const MinProtocolVersion = 1
+
+// Supported reports whether the controller speaks version v.
+func Supported(v int) bool { return v >= MinProtocolVersion && v <= ProtocolVersion }
 
 // VersionHeader carries ProtocolVersion on every request.
 const VersionHeader = "Skiff-Agent-Protocol"
@@ -218,9 +230,13 @@ type Outcome struct {
 	Killed bool `json:"killed"`
 	// SandboxError is the sandbox runtime's error when it could not start
 	// or lost the runner.
-	SandboxError string    `json:"sandbox_error,omitempty"`
-	StartedAt    time.Time `json:"started_at"`
-	EndedAt      time.Time `json:"ended_at"`
+	SandboxError string `json:"sandbox_error,omitempty"`
+	// StartFailed (version 2): the runner could not be started from the
+	// image (missing or non-executable command): a failure of the
+	// project's, retried under max_retries and not charged.
+	StartFailed bool      `json:"start_failed,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	EndedAt     time.Time `json:"ended_at"`
 
 	// Result is the result file, nil when absent, too large or not JSON.
 	Result         json.RawMessage `json:"result,omitempty"`
@@ -249,3 +265,19 @@ const (
 	OutputTailBytes  = 1000
 	ProgressMaxBytes = 64 << 10
 )
+
+// InferStartFailed fills in StartFailed of a version-1 host's outcome, which
+// lacks it, from runsc's words in its sandbox error ("creating process:
+// failed to load /x: no such file or directory", "exec format error"), as
+// controllers did before version 2. Drop it with version 1.
+func (o *Outcome) InferStartFailed(hostVersion int) {
+	if hostVersion >= 2 || o.SandboxError == "" {
+		return
+	}
+	for _, p := range []string{"creating process:", "failed to load", "executable file not found", "exec format error"} {
+		if strings.Contains(o.SandboxError, p) {
+			o.StartFailed = true
+			return
+		}
+	}
+}

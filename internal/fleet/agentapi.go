@@ -57,7 +57,7 @@ func bearer(r *http.Request) string {
 }
 
 func (c *Controller) decode(w http.ResponseWriter, r *http.Request, into any, limit int64) bool {
-	if v := r.Header.Get(agentproto.VersionHeader); v != "" && v != strconv.Itoa(agentproto.ProtocolVersion) {
+	if v := r.Header.Get(agentproto.VersionHeader); v != "" && !supportedHeader(v) {
 		writeError(w, http.StatusUpgradeRequired, agentproto.CodeUnsupportedVersion,
 			"this controller speaks agent protocol "+strconv.Itoa(agentproto.ProtocolVersion))
 		return false
@@ -100,4 +100,11 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(agentproto.ErrorResponse{Code: code, Message: msg})
+}
+
+// supportedHeader reports whether a version header names a version this
+// controller speaks.
+func supportedHeader(v string) bool {
+	n, err := strconv.Atoi(v)
+	return err == nil && agentproto.Supported(n)
 }

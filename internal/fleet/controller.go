@@ -65,6 +65,7 @@ type ControllerConfig struct {
 // host is a registered host.
 type host struct {
 	id       string
+	protocol int // the agentproto version it registered with
 	driver   string
 	profile  agentproto.ResourceProfile
 	profJSON []byte

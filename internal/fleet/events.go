@@ -51,6 +51,13 @@ func (c *Controller) Event(ctx context.Context, token, attemptID string, ev *age
 		if !open {
 			return errDuplicate
 		}
+		if h := c.host(hostID); h != nil {
+			ev.Outcome.InferStartFailed(h.protocol)
+		} else {
+			// Unknown after a controller restart: an old host until it
+			// registers again says otherwise.
+			ev.Outcome.InferStartFailed(agentproto.MinProtocolVersion)
+		}
 		err = c.jobs.AttemptFinished(ctx, a, ev.Outcome, ev.Progress, ev.OutputTail)
 		if err == nil {
 			c.log.Debug("attempt finished", "attempt_id", a.ID, "job_id", a.JobID, "exit_code", ev.Outcome.ExitCode,

@@ -33,11 +33,11 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 	if hostID == "" {
 		return nil, errUnauthorized
 	}
-	if req.ProtocolVersion != agentproto.ProtocolVersion {
+	if !agentproto.Supported(req.ProtocolVersion) {
 		return nil, errVersion
 	}
 	prof, _ := json.Marshal(req.Profile)
-	h := &host{id: hostID, driver: req.Driver, profile: req.Profile, profJSON: prof, capacity: req.Capacity,
+	h := &host{id: hostID, protocol: req.ProtocolVersion, driver: req.Driver, profile: req.Profile, profJSON: prof, capacity: req.Capacity,
 		lastSeen: c.clk.Now(), cancelSent: map[string]time.Time{}}
 	h.lease.Lock()
 	defer h.lease.Unlock()
@@ -53,7 +53,7 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 	c.log.Info("host registered", "host_id", hostID, "driver", req.Driver, "cpu", req.Capacity.CPU,
 		"memory_mb", req.Capacity.MemoryMB, "slots", req.Capacity.Slots, "running", len(req.Running))
 	c.Wake()
-	return &agentproto.RegisterResponse{ProtocolVersion: agentproto.ProtocolVersion, HostID: hostID,
+	return &agentproto.RegisterResponse{ProtocolVersion: req.ProtocolVersion, HostID: hostID,
 		HeartbeatIntervalS: int(c.cfg.HeartbeatInterval / time.Second)}, nil
 }
 

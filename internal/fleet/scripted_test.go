@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -117,26 +118,33 @@ type scriptedHost struct {
 	capacity agentproto.Capacity
 	running  []string
 	seq      map[string]int64
+	version  int
 }
 
 func (s *scripted) host(slots int, cpu float64) *scriptedHost {
+	s.t.Helper()
+	return s.hostV(slots, cpu, agentproto.ProtocolVersion)
+}
+
+// hostV is a host speaking protocol version v.
+func (s *scripted) hostV(slots int, cpu float64, v int) *scriptedHost {
 	s.t.Helper()
 	hid := id.New(id.Worker)
 	token := "tok-" + hid
 	s.ctrl.AllowHost(token, hid)
 	h := &scriptedHost{s: s, id: hid, ctl: &agent.HTTPController{BaseURL: s.url, Token: token},
-		capacity: agentproto.Capacity{CPU: cpu, MemoryMB: 8192, Slots: slots}, seq: map[string]int64{}}
+		capacity: agentproto.Capacity{CPU: cpu, MemoryMB: 8192, Slots: slots}, seq: map[string]int64{}, version: v}
 	h.register()
 	return h
 }
 
 func (h *scriptedHost) register() {
 	h.s.t.Helper()
-	resp, err := h.ctl.Register(context.Background(), &agentproto.RegisterRequest{ProtocolVersion: agentproto.ProtocolVersion,
+	resp, err := h.ctl.Register(context.Background(), &agentproto.RegisterRequest{ProtocolVersion: h.version,
 		Driver: "scripted", Profile: agentproto.ResourceProfile{CPUCount: int(h.capacity.CPU), MemoryTotalMB: h.capacity.MemoryMB},
 		Capacity: h.capacity, Running: h.running})
-	if err != nil || resp.HostID != h.id {
-		h.s.t.Fatalf("register: %+v, %v", resp, err)
+	if err != nil || resp.HostID != h.id || resp.ProtocolVersion != h.version {
+		h.s.t.Fatalf("register at version %d: %+v, %v", h.version, resp, err)
 	}
 }
 
@@ -382,6 +390,52 @@ func TestScriptedBilling(t *testing.T) {
 		}
 		if bal.LedgerMicros != 100_000_000-metered || bal.HeldMicros != 0 || bal.ActiveHoldCount != 0 {
 			t.Fatalf("balance %+v after %d micros metered; want the grant less that and no hold", bal, metered)
+		}
+	})
+}
+
+// The controller speaks a range of protocol versions, so hosts upgrade one
+// at a time: a version-2 host says typed that its runner could not start
+// (a failure of the project's, not charged), a version-1 host's outcome is
+// read by its words as before, and a version from the future is refused
+// with 426.
+func TestScriptedProtocolVersions(t *testing.T) {
+	engines(t, func(t *testing.T, st store.Store) {
+		s := newScripted(t, st)
+		finish := func(h *scriptedHost, o *agentproto.Outcome) *store.Attempt {
+			t.Helper()
+			s.submit(apiv1.JobSubmit{})
+			got := h.lease(h.capacity, 0)
+			if len(got.Assignments) != 1 {
+				t.Fatalf("lease: %+v", got)
+			}
+			at := got.Assignments[0].AttemptID
+			h.report(at, agentproto.EventStarted, nil)
+			o.StartedAt, o.EndedAt = s.clk.Now(), s.clk.Now()
+			h.report(at, agentproto.EventFinished, o)
+			a, err := s.st.AttemptGet(context.Background(), at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		v2 := s.hostV(1, 1, 2)
+		if a := finish(v2, &agentproto.Outcome{ExitCode: 127, SandboxError: "command not found", StartFailed: true}); a.TerminalKind != "start_failed" || a.CostMicros != 0 {
+			t.Errorf("v2 typed start failure: attempt %s/%s cost %d, want start_failed, free", a.Status, a.TerminalKind, a.CostMicros)
+		}
+		if a := finish(v2, &agentproto.Outcome{ExitCode: 128, SandboxError: "creating process: failed to load /x"}); a.TerminalKind == "start_failed" {
+			t.Errorf("v2 host's untyped sandbox error read by its words: %s", a.TerminalKind)
+		}
+		v1 := s.hostV(1, 1, 1)
+		if a := finish(v1, &agentproto.Outcome{ExitCode: 128, SandboxError: "creating process: failed to load /x: no such file or directory"}); a.TerminalKind != "start_failed" {
+			t.Errorf("v1 start failure by its words: attempt %s/%s, want start_failed", a.Status, a.TerminalKind)
+		}
+		future := &agent.HTTPController{BaseURL: s.url, Token: "tok-future"}
+		s.ctrl.AllowHost("tok-future", id.New(id.Worker))
+		_, err := future.Register(context.Background(), &agentproto.RegisterRequest{ProtocolVersion: agentproto.ProtocolVersion + 1})
+		var se *agent.StatusError
+		if !errors.As(err, &se) || se.StatusCode != 426 || se.Code != agentproto.CodeUnsupportedVersion {
+			t.Fatalf("register at version %d: %v, want 426 %s", agentproto.ProtocolVersion+1, err, agentproto.CodeUnsupportedVersion)
 		}
 	})
 }

@@ -71,7 +71,7 @@ func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome) Decision {
 	switch {
 	case o.HostError != "":
 		return free(store.AttemptLost, "host_error", "attempt.lost")
-	case o.SandboxError != "" && StartFailure(o.SandboxError):
+	case o.StartFailed:
 		// The runner could not be started from the image as asked (a
 		// missing or non-executable command): the project's fault, so a
 		// failure like a non-zero exit, not a free requeue.
@@ -211,17 +211,4 @@ func withFailure(result, failure json.RawMessage) json.RawMessage {
 	}
 	out, _ := json.Marshal(obj)
 	return out
-}
-
-// StartFailure reports whether a sandbox error says the runner itself
-// could not be started from the image (runsc's "creating process: failed
-// to load /x: no such file or directory", "permission denied", "exec format
-// error"), as opposed to the sandbox failing.
-func StartFailure(sandboxError string) bool {
-	for _, p := range []string{"creating process:", "failed to load", "executable file not found", "exec format error"} {
-		if strings.Contains(sandboxError, p) {
-			return true
-		}
-	}
-	return false
 }

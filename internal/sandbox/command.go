@@ -52,6 +52,7 @@ func ResolveCommand(spec *Spec) *Outcome {
 	now := time.Now()
 	o := NewOutcome(ExitCommandNotFound, StopNone, now, now)
 	o.SandboxError = msg
+	o.StartFailed = true
 	return o
 }
 

@@ -118,6 +118,11 @@ type Outcome struct {
 	// code is then the runtime's (128 for runsc), not the runner's. The
 	// message also went to Stderr.
 	SandboxError string
+	// StartFailed says the runner could not be started from the image as
+	// asked (a missing or non-executable command, a bad binary format):
+	// the project's fault, unlike a sandbox that failed. The driver decides,
+	// because only it knows its runtime's errors.
+	StartFailed bool
 
 	// StartedAt and EndedAt bracket the sandbox from start to exit; billing
 	// meters this span.

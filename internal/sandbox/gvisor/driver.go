@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -168,6 +169,7 @@ func (d *Driver) run(ctx context.Context, spec *sandbox.Spec, bundle, network st
 	if out.SandboxError, err = runscErrors(logPath); err != nil {
 		log.Warn("read runsc log", "err", err)
 	}
+	out.StartFailed = startFailure(out.SandboxError)
 	log.Debug("sandbox exited", "exit_code", code, "stop", reason.String(), "duration", ended.Sub(started))
 	return out, nil
 }
@@ -220,4 +222,18 @@ func (s *stopper) Abandon(ctx context.Context) {
 	if err := s.d.runsc.forceDelete(ctx, s.id); err != nil {
 		s.d.log.Warn("runsc delete after abandon", "attempt_id", s.id, "err", err)
 	}
+}
+
+// startFailure reports whether runsc's error says the runner itself could
+// not be started from the image ("creating process: failed to load /x: no
+// such file or directory", "permission denied", "exec format error"), as
+// opposed to the sandbox failing. runsc says so only in words; this is the
+// one place that reads them.
+func startFailure(runscError string) bool {
+	for _, p := range []string{"creating process:", "failed to load", "executable file not found", "exec format error"} {
+		if strings.Contains(runscError, p) {
+			return true
+		}
+	}
+	return false
 }

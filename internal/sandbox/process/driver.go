@@ -130,6 +130,7 @@ func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, 
 		// the gvisor driver (runsc exits 128), not the host's.
 		o := sandbox.NewOutcome(128, sandbox.StopNone, started, time.Now())
 		o.SandboxError = err.Error()
+		o.StartFailed = true
 		if spec.Stderr != nil {
 			fmt.Fprintf(spec.Stderr, "process driver: %v\n", err)
 		}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -40,14 +41,7 @@ var JobTransitions = map[JobStatus][]JobStatus{
 }
 
 // CanTransition reports whether from -> to is allowed.
-func (s JobStatus) CanTransition(to JobStatus) bool {
-	for _, t := range JobTransitions[s] {
-		if t == to {
-			return true
-		}
-	}
-	return false
-}
+func (s JobStatus) CanTransition(to JobStatus) bool { return slices.Contains(JobTransitions[s], to) }
 
 // TaskStatus is a task's state.
 type TaskStatus string
@@ -64,6 +58,22 @@ func (s TaskStatus) IsTerminal() bool {
 	return s == TaskSucceeded || s == TaskFailed || s == TaskCancelled
 }
 
+// TaskStatuses lists every task status, in lifecycle order.
+var TaskStatuses = []TaskStatus{TaskQueued, TaskRunning, TaskSucceeded, TaskFailed, TaskCancelled}
+
+// TaskTransitions is the task lifecycle: a queued task is claimed by a
+// host (running) or cancelled with its job; a running task's attempt ends
+// it (succeeded, failed) or sends it back to the queue (a retry or a free
+// requeue), or the job's cancel ends it. The store's guarded updates and
+// the conformance suite both follow it.
+var TaskTransitions = map[TaskStatus][]TaskStatus{
+	TaskQueued:  {TaskRunning, TaskCancelled},
+	TaskRunning: {TaskQueued, TaskSucceeded, TaskFailed, TaskCancelled},
+}
+
+// CanTransition reports whether from -> to is allowed.
+func (s TaskStatus) CanTransition(to TaskStatus) bool { return slices.Contains(TaskTransitions[s], to) }
+
 // AttemptStatus is how one run of a task ended (or that it runs).
 type AttemptStatus string
 
@@ -76,6 +86,30 @@ const (
 	AttemptLost      AttemptStatus = "lost"      // host or controller lost it: requeued free
 	AttemptCancelled AttemptStatus = "cancelled" // the job was cancelled
 )
+
+// AttemptStatuses lists every attempt status, in lifecycle order.
+var AttemptStatuses = []AttemptStatus{AttemptAssigned, AttemptRunning, AttemptSucceeded, AttemptFailed,
+	AttemptInfra, AttemptLost, AttemptCancelled}
+
+// attemptEnds are the statuses an open attempt can end in.
+var attemptEnds = []AttemptStatus{AttemptSucceeded, AttemptFailed, AttemptInfra, AttemptLost, AttemptCancelled}
+
+// AttemptTransitions is the attempt lifecycle. An attempt is born assigned
+// (claimed for a host); the host's started report makes it running; it
+// ends from either (a host can fail before the runner starts, a cancel or
+// a lost host can come first), and an ended attempt never changes again.
+var AttemptTransitions = map[AttemptStatus][]AttemptStatus{
+	AttemptAssigned: append([]AttemptStatus{AttemptRunning}, attemptEnds...),
+	AttemptRunning:  attemptEnds,
+}
+
+// CanTransition reports whether from -> to is allowed.
+func (s AttemptStatus) CanTransition(to AttemptStatus) bool {
+	return slices.Contains(AttemptTransitions[s], to)
+}
+
+// IsOpen reports whether the attempt is assigned or running.
+func (s AttemptStatus) IsOpen() bool { return s == AttemptAssigned || s == AttemptRunning }
 
 // Priority ranks: lower runs first.
 const (

@@ -563,12 +563,12 @@ func (q *queries) AttemptStart(ctx context.Context, attemptID string, now time.T
 }
 
 func (q *queries) AttemptFinish(ctx context.Context, p *store.AttemptFinishParams) (*store.Attempt, error) {
-	switch p.Status {
-	case store.AttemptSucceeded, store.AttemptFailed, store.AttemptInfra, store.AttemptLost, store.AttemptCancelled:
-	default:
+	// The guards below (open attempt, running task) are the from side of
+	// the transition tables; these are the to side.
+	if !store.AttemptRunning.CanTransition(p.Status) {
 		return nil, fmt.Errorf("sqldb: AttemptFinish needs an ended attempt status, got %q", p.Status)
 	}
-	if p.TaskStatus != store.TaskQueued && !p.TaskStatus.IsTerminal() {
+	if !store.TaskRunning.CanTransition(p.TaskStatus) {
 		return nil, fmt.Errorf("sqldb: AttemptFinish needs a queued or terminal task status, got %q", p.TaskStatus)
 	}
 	var completed sql.NullInt64

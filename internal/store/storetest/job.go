@@ -32,6 +32,8 @@ var jobTests = map[string]func(*testing.T, store.Store){
 	"TaskCancelOpen":        testTaskCancelOpen,
 	"JobEvents":             testJobEvents,
 	"JobSchemaChecks":       testJobSchemaChecks,
+	"TaskTransitions":       testTaskTransitions,
+	"AttemptTransitions":    testAttemptTransitions,
 }
 
 // jobFixture is an account with a project, ready for jobs.

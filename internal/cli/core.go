@@ -63,7 +63,7 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, dataDir st
 		log.Error("image builder unavailable: pushes will fail until it is fixed", "err", err)
 		builder = brokenBuilder{err: err}
 	} else {
-		builder = imageBuilder{b: b}
+		builder = build.ProjectBuilder{B: b}
 	}
 	images := &ociimage.Cache{
 		Root: filepath.Join(dataDir, "host", "images"), MountPoints: sandbox.MountPoints(), Logger: log.With("component", "host"),

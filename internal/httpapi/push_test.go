@@ -355,7 +355,7 @@ func startPushServer(t *testing.T) *pushServer {
 		if err != nil {
 			t.Fatalf("build.New: %v", err)
 		}
-		inner = realBuilder{b}
+		inner = build.ProjectBuilder{B: b}
 		runner, err := os.ReadFile(buildtest.StaticRunner(t))
 		if err != nil {
 			t.Fatal(err)
@@ -430,26 +430,6 @@ func toolsPresent() bool {
 		}
 	}
 	return false
-}
-
-// realBuilder is internal/cli/builder.go's adapter (unexported there).
-type realBuilder struct{ b *build.Builder }
-
-func (r realBuilder) Build(ctx context.Context, req project.BuildRequest) (*project.BuildResult, error) {
-	dockerfile, err := filepath.Rel(req.ContextDir, req.Dockerfile)
-	if err != nil {
-		return nil, err
-	}
-	res, err := r.b.Build(ctx, build.Request{ContextDir: req.ContextDir, Dockerfile: dockerfile, Tag: req.Tag,
-		BuildArgs: req.BuildArgs, Timeout: req.Timeout, ValidateExecutables: req.ValidateExecutables,
-		ValidateFiles: req.ValidateFiles, Log: req.Log})
-	if err != nil {
-		if ue, ok := build.AsUserError(err); ok {
-			return nil, &project.UserBuildError{Message: ue.Message, NextAction: "Read log_tail, fix the Dockerfile, then push again."}
-		}
-		return nil, err
-	}
-	return &project.BuildResult{ImageRef: res.ImageRef, ImageDigest: res.ImageDigest}, nil
 }
 
 // fakeBuilder publishes without building.

@@ -6,7 +6,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -128,7 +127,7 @@ func startServer(t testing.TB, opts serverOptions) *testServer {
 			t.Fatalf("build.New: %v", err)
 		}
 		ts.BuildCfg = b.Config()
-		inner = buildahAdapter{b: b}
+		inner = build.ProjectBuilder{B: b}
 	}
 	ts.Builder = &holdBuilder{inner: inner}
 	imagesDir := filepath.Join(dataDir, "images")
@@ -183,29 +182,6 @@ func openStore(t testing.TB, dataDir string) store.Store {
 		t.Fatalf("migrate sqlite: %v", err)
 	}
 	return db
-}
-
-// buildahAdapter is internal/cli/builder.go's imageBuilder: the buildah
-// builder seen as a project.ImageBuilder, the project's faults told from
-// the platform's. (That one is unexported in package cli.)
-type buildahAdapter struct{ b *build.Builder }
-
-func (a buildahAdapter) Build(ctx context.Context, req project.BuildRequest) (*project.BuildResult, error) {
-	dockerfile, err := filepath.Rel(req.ContextDir, req.Dockerfile)
-	if err != nil {
-		return nil, fmt.Errorf("dockerfile outside the build context: %w", err)
-	}
-	res, err := a.b.Build(ctx, build.Request{
-		ContextDir: req.ContextDir, Dockerfile: dockerfile, Tag: req.Tag, BuildArgs: req.BuildArgs,
-		Timeout: req.Timeout, ValidateExecutables: req.ValidateExecutables, ValidateFiles: req.ValidateFiles, Log: req.Log,
-	})
-	if err != nil {
-		if ue, ok := build.AsUserError(err); ok {
-			return nil, &project.UserBuildError{Message: ue.Message, NextAction: "Read log_tail, fix the Dockerfile, then push again."}
-		}
-		return nil, err
-	}
-	return &project.BuildResult{ImageRef: res.ImageRef, ImageDigest: res.ImageDigest}, nil
 }
 
 // holdBuilder lets a test keep builds waiting, so that it can look at a

@@ -303,12 +303,14 @@ func TestPushBuildFailuresKeepPreviousRevision(t *testing.T) {
 		timeoutS   int
 		wantError  []string // substrings of the push's error
 		wantLog    string   // substring of its log tail
+		wantNext   string   // substring of its next action, per kind of failure
 	}{{
 		name:       "failing RUN step",
 		dockerfile: "FROM scratch\nCOPY runner /runner\nRUN [\"/runner\", \"fail\", \"the step failed on purpose\"]\nWORKDIR /app\n",
 		manifest:   minimalManifest,
 		wantError:  []string{"exit status 3"},
 		wantLog:    "the step failed on purpose",
+		wantNext:   "Read log_tail",
 	}, {
 		name:       "validation names a missing executable",
 		dockerfile: scratchDockerfile,
@@ -317,12 +319,14 @@ func TestPushBuildFailuresKeepPreviousRevision(t *testing.T) {
 			"validation": {"executables": ["/runner", "/usr/bin/python3"], "files": ["/runner"]}}`,
 		wantError: []string{"/usr/bin/python3"},
 		wantLog:   "/usr/bin/python3",
+		wantNext:  "produce the paths listed in validation",
 	}, {
 		name:       "past setup_timeout_s",
 		dockerfile: "FROM scratch\nCOPY runner /runner\nRUN [\"/runner\", \"sleep\", \"300\"]\nWORKDIR /app\n",
 		manifest:   minimalManifest,
 		timeoutS:   5,
 		wantError:  []string{"timeout", "5s"},
+		wantNext:   "raise setup_timeout_s",
 	}}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -348,9 +352,9 @@ func TestPushBuildFailuresKeepPreviousRevision(t *testing.T) {
 			if !strings.Contains(rec.LogTail, tc.wantLog) || rec.LogTail == "" {
 				t.Errorf("log_tail lacks %q:\n%s", tc.wantLog, rec.LogTail)
 			}
-			if rec.NextAction == "" || rec.ImageDigest != nil || rec.FinishedAt == nil {
-				t.Errorf("got next_action %q, image_digest %v, finished_at %v; want a next action, no image, finished",
-					rec.NextAction, deref(rec.ImageDigest), rec.FinishedAt)
+			if !strings.Contains(rec.NextAction, tc.wantNext) || rec.ImageDigest != nil || rec.FinishedAt == nil {
+				t.Errorf("got next_action %q, image_digest %v, finished_at %v; want one saying %q, no image, finished",
+					rec.NextAction, deref(rec.ImageDigest), rec.FinishedAt, tc.wantNext)
 			}
 			if tc.timeoutS > 0 {
 				if took > time.Duration(tc.timeoutS)*time.Second+45*time.Second {
@@ -629,4 +633,27 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// TestPushBuildTarget: the manifest's build.target reaches buildah through
+// the server's own builder adapter. The last stage lacks the runner, so
+// only a build of the named stage passes validation.
+func TestPushBuildTarget(t *testing.T) {
+	ts := startServer(t, serverOptions{})
+	acct := ts.NewAccount(t, "tara")
+	c := ts.Client(acct.Member)
+	runner := readRunner(t)
+	createProject(t, c, "staged")
+	dockerfile := "FROM scratch AS runtime\nCOPY runner /runner\nWORKDIR /app\n\nFROM scratch AS docs\nCOPY runner /docs/runner\n"
+	manifest := `{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/app"},
+		"entrypoint": {"command": ["/runner"]}, "build": {"target": "%s"},
+		"validation": {"executables": ["/runner"]}}`
+	rec := waitPush(t, c, pushAccepted(t, c, "staged", scratchProject(t, runner, dockerfile, fmt.Sprintf(manifest, "runtime"))).StatusURL, buildWithin)
+	if rec.Status != "published" {
+		t.Fatalf("target runtime: got %s (%v), want published; log:\n%s", rec.Status, deref(rec.Error), rec.LogTail)
+	}
+	rec = waitPush(t, c, pushAccepted(t, c, "staged", scratchProject(t, runner, dockerfile, fmt.Sprintf(manifest, "docs"))).StatusURL, buildWithin)
+	if rec.Status != "failed" || rec.Error == nil || !strings.Contains(*rec.Error, "/runner") {
+		t.Fatalf("target docs: got %s (%v), want failed validation naming /runner", rec.Status, deref(rec.Error))
+	}
 }

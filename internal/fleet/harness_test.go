@@ -182,6 +182,14 @@ func (h *harness) host(slots int) (hostID string, stop func()) {
 
 func (h *harness) submit(js apiv1.JobSubmit) *store.Job {
 	h.t.Helper()
+	return submitRunner(h.t, h.jobs, h.accountID, js)
+}
+
+// submitRunner submits js to the fundedProject "runner" of accountID, with
+// the test runner as its command and 1 CPU and 256 MB unless js says
+// otherwise.
+func submitRunner(t *testing.T, jobs *job.Service, accountID string, js apiv1.JobSubmit) *store.Job {
+	t.Helper()
 	project := "runner"
 	js.Project = &project
 	if js.RunnerCommand == nil {
@@ -191,9 +199,9 @@ func (h *harness) submit(js apiv1.JobSubmit) *store.Job {
 		cpu, mem := 1.0, int64(256)
 		js.Requirements = &apiv1.JobRequirements{CPU: &cpu, MemoryMB: &mem}
 	}
-	j, err := h.jobs.Submit(context.Background(), h.accountID, &js)
+	j, err := jobs.Submit(context.Background(), accountID, &js)
 	if err != nil {
-		h.t.Fatalf("submit: %v", err)
+		t.Fatalf("submit: %v", err)
 	}
 	return j
 }

@@ -73,21 +73,10 @@ func newScripted(t *testing.T, st store.Store) *scripted {
 
 func (s *scripted) submit(js apiv1.JobSubmit) *store.Job {
 	s.t.Helper()
-	project := "runner"
-	js.Project = &project
-	js.RunnerCommand = []string{"/runner"}
 	if js.Payload == nil {
 		js.Payload = json.RawMessage(`{}`)
 	}
-	if js.Requirements == nil {
-		cpu, mem := 1.0, int64(256)
-		js.Requirements = &apiv1.JobRequirements{CPU: &cpu, MemoryMB: &mem}
-	}
-	j, err := s.jobs.Submit(context.Background(), s.accountID, &js)
-	if err != nil {
-		s.t.Fatalf("submit: %v", err)
-	}
-	return j
+	return submitRunner(s.t, s.jobs, s.accountID, js)
 }
 
 func (s *scripted) job(j *store.Job) *store.Job {

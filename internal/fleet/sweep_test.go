@@ -2,7 +2,6 @@ package fleet_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/agent"
 	"github.com/skiffhq/skiff/internal/agentproto"
-	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
@@ -99,41 +97,8 @@ func attempts(t *testing.T, st store.Store, j *store.Job) []*store.Attempt {
 // submits one single-task job to it.
 func submitPublished(t *testing.T, st store.Store, jobs *job.Service) *store.Job {
 	t.Helper()
-	ctx := t.Context()
-	now := time.Now().UTC()
-	acc, err := st.AccountCreate(ctx, &store.AccountCreateParams{ID: id.New(id.Account), Name: "sweep", Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := billing.New(st, clock.System{}).GrantCredit(ctx, acc.ID, 100_000_000, "test"); err != nil {
-		t.Fatal(err)
-	}
-	p, err := st.ProjectCreate(ctx, &store.ProjectWriteParams{ID: id.New(id.Project), AccountID: acc.ID, Name: "runner",
-		SetupTimeoutS: 600, RuntimeKind: "oci", RuntimeVersion: 1, Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest := `{"version":1,"runtime":{"kind":"oci","sandbox":"gvisor","workdir":"/app"},"entrypoint":{"command":["/usr/local/bin/runner"]}}`
-	pu, err := st.PushCreate(ctx, &store.PushCreateParams{ID: id.New(id.Push), ProjectID: p.ID, AccountID: acc.ID,
-		ContentHash: "sha256:" + strings.Repeat("0", 64), Manifest: json.RawMessage(manifest), Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.PushStart(ctx, pu.ID, now); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.PushFinish(ctx, &store.PushFinishParams{ID: pu.ID, Status: store.PushPublished,
-		ImageDigest: "sha256:" + strings.Repeat("1", 64), Now: now}); err != nil {
-		t.Fatal(err)
-	}
-	project := "runner"
-	cpu, mem := 1.0, int64(256)
-	j, err := jobs.Submit(ctx, acc.ID, &apiv1.JobSubmit{Project: &project, RunnerCommand: []string{"/usr/local/bin/runner"},
-		Requirements: &apiv1.JobRequirements{CPU: &cpu, MemoryMB: &mem}})
-	if err != nil {
-		t.Fatalf("submit: %v", err)
-	}
-	return j
+	accountID := fundedProject(t, st, clock.System{}, "sha256:"+strings.Repeat("1", 64))
+	return submitRunner(t, jobs, accountID, apiv1.JobSubmit{})
 }
 
 // handlerTransport hands each request straight to h: no network, so it

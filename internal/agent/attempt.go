@@ -29,6 +29,9 @@ type attempt struct {
 	// ended is set (under the agent's mu) once the sandbox is gone and
 	// before the finished report is queued.
 	ended bool
+	// workDir is the attempt's directory once execute made it; run
+	// removes it after queuing the finished report.
+	workDir string
 }
 
 // kill stops the attempt; shutdown says whether the host is going away
@@ -81,6 +84,11 @@ func (at *attempt) run(ctx context.Context, refuse string) {
 	at.ended = true
 	at.a.mu.Unlock()
 	at.rep.finish(o, out.tail())
+	if at.workDir != "" {
+		if err := os.RemoveAll(at.workDir); err != nil {
+			log.Warn("remove work dir", "err", err)
+		}
+	}
 }
 
 // execute prepares the image and directories, runs the sandbox and turns
@@ -142,11 +150,9 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 	if err := os.MkdirAll(cfg.WorkRoot, 0o700); err != nil {
 		return nil, fmt.Errorf("create work root: %w", err)
 	}
-	defer func() {
-		if err := os.RemoveAll(workDir); err != nil {
-			at.a.log.Warn("remove work dir", "attempt_id", asg.AttemptID, "err", err)
-		}
-	}()
+	// Removed once the outcome is on its way (run), not before: the
+	// removal need not delay the report.
+	at.workDir = workDir
 
 	spec := sandbox.Spec{
 		AttemptID: asg.AttemptID,

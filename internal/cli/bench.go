@@ -125,6 +125,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 // benchRunner is the bench project's task: it checks that the payload is
 // JSON and writes a fixed result. It does as little as a runner can.
 func benchRunner(e *env) error {
+	// Its start, as the host's clock reads it (gVisor serves the host's
+	// time), lets the bench tell the sandbox's start from the runner's run.
+	started := time.Now().UnixNano()
 	payload, err := os.ReadFile(e.getenv(sandbox.EnvPayload))
 	if err != nil {
 		return err
@@ -132,7 +135,7 @@ func benchRunner(e *env) error {
 	if !json.Valid(payload) {
 		return errors.New("payload is not JSON")
 	}
-	return os.WriteFile(e.getenv(sandbox.EnvResult), []byte(`{"ok":true}`+"\n"), 0o644)
+	return os.WriteFile(e.getenv(sandbox.EnvResult), fmt.Appendf(nil, `{"ok":true,"started_unix_nano":%d}`+"\n", started), 0o644)
 }
 
 // benchReport is what `skiff bench` measured; --json prints it as is.
@@ -151,6 +154,9 @@ type benchReport struct {
 	ServiceSeen *latencyStat `json:"service_seen"`
 	BareRunsc   *latencyStat `json:"bare_runsc"`  // `runsc run` alone
 	HostDriver  *latencyStat `json:"host_driver"` // gvisor Driver.Run
+	// DriverStages are p50s of the host driver's stages (see
+	// sandbox.Stages), the sandbox's span split at the runner's start.
+	DriverStages *driverStagesP50 `json:"driver_stages_p50,omitempty"`
 	// The service's stages, p50s, by its own timestamps: submitted ->
 	// assigned to the host (queue and dispatch) -> started on it (image and
 	// directories) -> completed (sandbox, outcome report, job end).
@@ -172,6 +178,15 @@ type benchReport struct {
 	// comparison is only indicative.
 	TargetJobsPerS float64 `json:"target_jobs_per_s"`
 	ThroughputMet  *bool   `json:"throughput_met,omitempty"`
+}
+
+// driverStagesP50 are p50s of the host driver's stages in milliseconds.
+type driverStagesP50 struct {
+	PrepareMS      float64 `json:"prepare_ms"`       // directories, bundle, limits
+	RunscStartMS   float64 `json:"runsc_start_ms"`   // runsc's start until the runner runs
+	RunnerToExitMS float64 `json:"runner_to_exit_ms"` // the runner, then runsc's exit
+	CollectMS      float64 `json:"collect_ms"`       // result, runsc's errors
+	TeardownMS     float64 `json:"teardown_ms"`      // before the outcome (0: handed off)
 }
 
 // serviceStages are p50s of the service's stages in milliseconds.
@@ -284,6 +299,8 @@ func runBenchPhases(ctx context.Context, e *env, f *benchFlags) (*benchReport, e
 	}
 	rep.Service, rep.ServiceSeen = summarize(lat.service), summarize(lat.seen)
 	rep.BareRunsc, rep.HostDriver = summarize(lat.bare), summarize(lat.driver)
+	rep.DriverStages = &driverStagesP50{PrepareMS: summarize(lat.prepare2).P50MS, RunscStartMS: summarize(lat.runscStart).P50MS,
+		RunnerToExitMS: summarize(lat.runnerToExit).P50MS, CollectMS: summarize(lat.collect).P50MS, TeardownMS: summarize(lat.teardown).P50MS}
 	if len(lat.run) > 0 {
 		rep.Stages = &serviceStages{QueueMS: summarize(lat.queue).P50MS, PrepareMS: summarize(lat.prepare).P50MS,
 			RunMS: summarize(lat.run).P50MS}
@@ -350,6 +367,10 @@ func (r *benchReport) writeText(w io.Writer) {
 	p("  service = start of POST /api/v1/jobs to the job's completed_at; service seen = to the first GET that")
 	p("  shows it terminal (polled every %.1f ms); bare runsc = `runsc run` alone; host driver = the gVisor", r.PollMS)
 	p("  driver's Run (directories, bundle, runsc run with limits, teardown, result), as the host calls it.")
+	if ds := r.DriverStages; ds != nil {
+		p("  host driver p50 by stage: prepare %.1f ms, runsc start to runner %.1f ms, runner to exit %.1f ms, collect %.1f ms, teardown before the outcome %.1f ms",
+			ds.PrepareMS, ds.RunscStartMS, ds.RunnerToExitMS, ds.CollectMS, ds.TeardownMS)
+	}
 	if st := r.Stages; st != nil {
 		p("  service p50 by stage: submitted->assigned %.1f ms, assigned->started %.1f ms, started->completed %.1f ms",
 			st.QueueMS, st.PrepareMS, st.RunMS)

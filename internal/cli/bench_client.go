@@ -309,6 +309,8 @@ func (c *benchClient) runJob(ctx context.Context, i int, poll time.Duration) (*j
 // latencySamples are the latency phase's timed rounds.
 type latencySamples struct {
 	service, seen, bare, driver []time.Duration
+	// The driver runs' stages.
+	prepare2, runscStart, runnerToExit, collect, teardown []time.Duration
 	queue, prepare, run         []time.Duration // the service's stages
 }
 
@@ -329,7 +331,7 @@ func latencyRounds(ctx context.Context, c *benchClient, sb *benchSandbox, f *ben
 		if err != nil {
 			return nil, err
 		}
-		drv, err := sb.driverRun(ctx, i)
+		drv, st, err := sb.driverRun(ctx, i)
 		if err != nil {
 			return nil, err
 		}
@@ -338,6 +340,8 @@ func latencyRounds(ctx context.Context, c *benchClient, sb *benchSandbox, f *ben
 		}
 		s.service, s.seen = append(s.service, jt.completed), append(s.seen, jt.seen)
 		s.bare, s.driver = append(s.bare, bare), append(s.driver, drv)
+		s.prepare2, s.runscStart, s.runnerToExit = append(s.prepare2, st.prepare), append(s.runscStart, st.runscStart), append(s.runnerToExit, st.runnerToExit)
+		s.collect, s.teardown = append(s.collect, st.collect), append(s.teardown, st.teardown)
 		if jt.run > 0 {
 			s.queue, s.prepare, s.run = append(s.queue, jt.queue), append(s.prepare, jt.prepare), append(s.run, jt.run)
 		}

@@ -143,7 +143,7 @@ func (sb *benchSandbox) bareRun(ctx context.Context, i int) (time.Duration, erro
 
 // driverRun times one run through the gVisor driver with the spec the host
 // agent builds for a default job of the bench project.
-func (sb *benchSandbox) driverRun(ctx context.Context, i int) (time.Duration, error) {
+func (sb *benchSandbox) driverRun(ctx context.Context, i int) (time.Duration, *driverStages, error) {
 	id := fmt.Sprintf("bench-driver-%d", i)
 	env := map[string]string{}
 	for _, kv := range sb.img.Config.Env {
@@ -153,7 +153,7 @@ func (sb *benchSandbox) driverRun(ctx context.Context, i int) (time.Duration, er
 	}
 	workDir := filepath.Join(sb.dir, "work", id)
 	if err := os.MkdirAll(filepath.Dir(workDir), 0o700); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	spec := sandbox.Spec{
 		AttemptID: id, TaskID: id, RootFS: sb.img.RootFS, Args: benchRunnerArgs, Cwd: bareCwd, Env: env,
@@ -164,16 +164,37 @@ func (sb *benchSandbox) driverRun(ctx context.Context, i int) (time.Duration, er
 	out, err := sb.driver.Run(ctx, spec)
 	elapsed := time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("driver run: %w", err)
+		return 0, nil, fmt.Errorf("driver run: %w", err)
 	}
 	defer os.RemoveAll(workDir)
 	if out.ExitCode != 0 || out.SandboxError != "" {
-		return 0, fmt.Errorf("driver run: exit %d %s", out.ExitCode, out.SandboxError)
+		return 0, nil, fmt.Errorf("driver run: exit %d %s", out.ExitCode, out.SandboxError)
 	}
 	if err := checkBenchResult(out.Result, nil); err != nil {
-		return 0, fmt.Errorf("driver run: %w", err)
+		return 0, nil, fmt.Errorf("driver run: %w", err)
 	}
-	return elapsed, nil
+	st := &driverStages{prepare: out.Stages.Prepare, collect: out.Stages.Collect,
+		teardown: out.Stages.Teardown, ret: elapsed - out.Stages.Prepare - out.Stages.Sandbox - out.Stages.Collect - out.Stages.Teardown}
+	// The sandbox's span, split at the runner's own start: runsc's start
+	// before it, the runner and runsc's exit after it.
+	st.runscStart, st.runnerToExit = out.Stages.Sandbox, 0
+	var r struct {
+		Started int64 `json:"started_unix_nano"`
+	}
+	if json.Unmarshal(out.Result, &r) == nil && r.Started > 0 {
+		if runner := time.Unix(0, r.Started); runner.After(out.StartedAt) && runner.Before(out.EndedAt) {
+			st.runscStart, st.runnerToExit = runner.Sub(out.StartedAt), out.EndedAt.Sub(runner)
+		}
+	}
+	return elapsed, st, nil
+}
+
+// driverStages are one driver run's stages (sandbox.Stages, with the
+// sandbox's span split at the runner's start).
+type driverStages struct {
+	prepare, runscStart, runnerToExit, collect, teardown time.Duration
+	// ret is what is left: Run's own bookkeeping around the stages.
+	ret time.Duration
 }
 
 func checkBenchResult(b []byte, err error) error {

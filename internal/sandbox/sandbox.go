@@ -144,6 +144,10 @@ type Outcome struct {
 	// that were not collected because they are not regular files (symlinks
 	// included), so the agent can report them as rejected.
 	SkippedArtifacts []string
+
+	// Stages is how long the driver's own stages took, for benchmarks and
+	// logs; zero where a driver does not measure them.
+	Stages Stages
 }
 
 // Duration is the metered span of the attempt.
@@ -158,4 +162,13 @@ type Artifact struct {
 	// HostPath is where the file is on the host, inside Spec.WorkDir. Open it
 	// with O_NOFOLLOW: the runner is gone, but the file is still its work.
 	HostPath string
+}
+
+// Stages break a driver's Run down. Prepare runs from the call to the
+// sandbox's start (directories, bundle, limits), Sandbox from its start to
+// its exit (the runtime's start, the runner, its stop), Collect from there
+// to the outcome (result, runtime errors) and Teardown is what the driver
+// did after that before returning (nothing, when it could defer it).
+type Stages struct {
+	Prepare, Sandbox, Collect, Teardown time.Duration
 }

@@ -21,6 +21,7 @@ const nullNetNSName = "null-netns"
 // state dir is unmounted (runsc pins a new one at the next run). Call it at
 // start-up and again at shutdown, when no Run is in flight.
 func (d *Driver) Cleanup(ctx context.Context) error {
+	d.later.Wait() // teardowns handed off by Run come first
 	cs, err := d.runsc.list(ctx)
 	if err != nil {
 		return fmt.Errorf("gvisor cleanup: %w", err)

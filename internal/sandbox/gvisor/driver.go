@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,6 +29,9 @@ type Driver struct {
 	cfg   Config
 	runsc runsc
 	log   *slog.Logger
+	// later tracks teardowns taken off the attempt's critical path;
+	// Cleanup waits for them.
+	later sync.WaitGroup
 }
 
 // New checks cfg (after filling in defaults) and the host: runsc must be
@@ -64,6 +68,7 @@ func (d *Driver) cgroupPath(attemptID string) string {
 
 // Run implements sandbox.Driver.
 func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, error) {
+	begin := time.Now()
 	if notFound := sandbox.ResolveCommand(&spec); notFound != nil {
 		return notFound, nil
 	}
@@ -107,8 +112,14 @@ func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, 
 	}
 
 	// From the moment `runsc run` starts, a container and a cgroup may exist
-	// whatever happens next, so they are torn down on every path.
-	defer d.teardown(context.WithoutCancel(ctx), spec.AttemptID, log)
+	// whatever happens next, so they are torn down on every path: here,
+	// unless the run ended cleanly and the teardown was handed to later.
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			d.teardown(context.WithoutCancel(ctx), spec.AttemptID, log)
+		}
+	}()
 
 	out, err := d.run(ctx, &spec, bundle, network, log)
 	if err != nil {
@@ -117,7 +128,31 @@ func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, 
 	if err := sandbox.Collect(out, &spec, host); err != nil {
 		return nil, fmt.Errorf("gvisor: %w", err)
 	}
+	collected := time.Now()
+	out.Stages.Prepare = out.StartedAt.Sub(begin)
+	out.Stages.Sandbox = out.EndedAt.Sub(out.StartedAt)
+	out.Stages.Collect = collected.Sub(out.EndedAt)
+	if exitedCleanly(out) {
+		// `runsc run` deleted its container and cgroups as it exited: what
+		// is left to check need not delay the outcome. A crash before it
+		// runs leaves at most an empty cgroup, which Cleanup removes at the
+		// next start.
+		handedOff = true
+		d.later.Go(func() { d.teardownAfterCleanExit(spec.AttemptID, log) })
+		return out, nil
+	}
+	d.teardown(context.WithoutCancel(ctx), spec.AttemptID, log)
+	handedOff = true
+	out.Stages.Teardown = time.Since(collected)
 	return out, nil
+}
+
+// exitedCleanly reports whether runsc ended the sandbox by itself: the
+// runner exited without the driver stopping it and runsc reported no error
+// of its own. runsc then destroys the sandbox and its container before it
+// exits, so nothing of it can still be running.
+func exitedCleanly(o *sandbox.Outcome) bool {
+	return !o.TimedOut && !o.Killed && o.SandboxError == ""
 }
 
 // run starts `runsc run`, supervises it and returns the outcome without the
@@ -172,6 +207,37 @@ func (d *Driver) run(ctx context.Context, spec *sandbox.Spec, bundle, network st
 	out.StartFailed = startFailure(out.SandboxError)
 	log.Debug("sandbox exited", "exit_code", code, "stop", reason.String(), "duration", ended.Sub(started))
 	return out, nil
+}
+
+// teardownAfterCleanExit removes what a clean exit may still leave: a
+// container's state (force-deleted only if runsc left some, which saves a
+// runsc process per attempt) and empty cgroup directories.
+func (d *Driver) teardownAfterCleanExit(id string, log *slog.Logger) {
+	if d.hasState(id) {
+		log.Debug("container state left after a clean exit; deleting it")
+		if err := d.runsc.forceDelete(context.Background(), id); err != nil {
+			log.Debug("runsc delete", "err", err)
+		}
+	}
+	if err := removeCgroup(d.cgroupPath(id)); err != nil {
+		log.Warn("remove cgroup", "err", err)
+	}
+}
+
+// hasState reports whether runsc keeps state for container id under its
+// root (its state files are named after the container id). When the
+// directory cannot be read it says yes, so the caller deletes to be safe.
+func (d *Driver) hasState(id string) bool {
+	entries, err := os.ReadDir(d.cfg.StateDir)
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), id+"_") || strings.HasPrefix(e.Name(), id+".") || e.Name() == id {
+			return true
+		}
+	}
+	return false
 }
 
 // teardown force-deletes the container and removes its cgroup. Both are

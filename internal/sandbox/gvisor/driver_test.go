@@ -299,6 +299,9 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("before Cleanup: got containers %v (%v), want the created one", cs, err)
 	}
+	if !d.hasState(spec.AttemptID) {
+		t.Fatalf("hasState(%s) = false for a created container; state dir names changed?", spec.AttemptID)
+	}
 	if err := d.Cleanup(ctx); err != nil {
 		t.Fatalf("Cleanup: %v", err)
 	}
@@ -326,4 +329,36 @@ func BenchmarkTrivialRun(b *testing.B) {
 		span += out.Duration()
 	}
 	b.ReportMetric(float64(span.Microseconds())/1000/float64(b.N), "start-to-exit-ms/op")
+}
+
+// A clean exit leaves runsc's teardown to runsc: the outcome comes back
+// without waiting for a second runsc process, the container's state is
+// already gone when Run returns, and the teardown handed to later leaves no
+// container and no cgroup (assertNoLeaks waits for it). A run the driver
+// had to stop is torn down before Run returns.
+func TestTeardownOffTheCriticalPath(t *testing.T) {
+	d, f := newTestDriver(t)
+	spec := f.Spec(t, sandboxtest.Payload{Stdout: "ok"})
+	out := run(t, d, spec)
+	if out.ExitCode != 0 || out.Stages.Teardown != 0 || out.Stages.Sandbox <= 0 || out.Stages.Prepare <= 0 {
+		t.Fatalf("clean run: exit %d, stages %+v; want 0, no teardown before the outcome, the others measured", out.ExitCode, out.Stages)
+	}
+	if d.hasState(spec.AttemptID) {
+		t.Errorf("runsc left state for %s after a clean exit", spec.AttemptID)
+	}
+	d.later.Wait()
+	if ok, err := cgroupExists(d.cgroupPath(spec.AttemptID)); err != nil || ok {
+		t.Errorf("cgroup of a clean run still there after its teardown (%v)", err)
+	}
+
+	timedOut := f.Spec(t, sandboxtest.Payload{SleepMS: 60000})
+	timedOut.Timeout = time.Second
+	out = run(t, d, timedOut)
+	if !out.TimedOut || out.Stages.Teardown <= 0 {
+		t.Fatalf("timed-out run: timed out %v, stages %+v; want a teardown before the outcome", out.TimedOut, out.Stages)
+	}
+	cs, err := d.runsc.list(t.Context())
+	if err != nil || len(cs) != 0 {
+		t.Errorf("after a timed-out run returned: containers %v (%v), want none", cs, err)
+	}
 }

@@ -66,6 +66,7 @@ func newTestDriver(t testing.TB) (*Driver, sandboxtest.Fixtures) {
 // assertNoLeaks fails the test if a container or an attempt cgroup is left.
 func assertNoLeaks(t testing.TB, d *Driver) {
 	t.Helper()
+	d.later.Wait() // the teardowns Run handed off must have left nothing either
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cs, err := d.runsc.list(ctx)

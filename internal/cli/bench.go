@@ -182,11 +182,11 @@ type benchReport struct {
 
 // driverStagesP50 are p50s of the host driver's stages in milliseconds.
 type driverStagesP50 struct {
-	PrepareMS      float64 `json:"prepare_ms"`       // directories, bundle, limits
-	RunscStartMS   float64 `json:"runsc_start_ms"`   // runsc's start until the runner runs
+	PrepareMS      float64 `json:"prepare_ms"`        // directories, bundle, limits
+	RunscStartMS   float64 `json:"runsc_start_ms"`    // runsc's start until the runner runs
 	RunnerToExitMS float64 `json:"runner_to_exit_ms"` // the runner, then runsc's exit
-	CollectMS      float64 `json:"collect_ms"`       // result, runsc's errors
-	TeardownMS     float64 `json:"teardown_ms"`      // before the outcome (0: handed off)
+	CollectMS      float64 `json:"collect_ms"`        // result, runsc's errors
+	TeardownMS     float64 `json:"teardown_ms"`       // before the outcome (0: handed off)
 }
 
 // serviceStages are p50s of the service's stages in milliseconds.

@@ -311,7 +311,7 @@ type latencySamples struct {
 	service, seen, bare, driver []time.Duration
 	// The driver runs' stages.
 	prepare2, runscStart, runnerToExit, collect, teardown []time.Duration
-	queue, prepare, run         []time.Duration // the service's stages
+	queue, prepare, run                                   []time.Duration // the service's stages
 }
 
 // latencyRounds runs warm-up and timed rounds of one service job, one bare

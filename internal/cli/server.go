@@ -136,7 +136,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Clock: clk,
 		Log: log.With("component", "controller"), ImagesDir: filepath.Join(dataDir, "images")})
 	mux := http.NewServeMux()
-	mux.Handle("/agent/v1/", ctrl.Handler())
+	mux.Handle("/agent/v1/", httpapi.AgentHandler(ctrl, log.With("component", "agentapi")))
 	mux.Handle("/", api)
 
 	ln, err := net.Listen("tcp", f.listen)

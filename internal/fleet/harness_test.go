@@ -19,6 +19,7 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
+	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
@@ -132,7 +133,7 @@ func (h *harness) start() {
 	h.ctrl = fleet.NewController(fleet.ControllerConfig{Store: h.st, Jobs: h.jobs, Log: h.log, ImagesDir: h.imagesDir,
 		HeartbeatInterval: h.heartbeat, LostAfter: 3 * h.heartbeat, SweepInterval: 200 * time.Millisecond,
 		RetryAvoidWindow: 30 * time.Second})
-	h.srv = httptest.NewServer(h.ctrl.Handler())
+	h.srv = httptest.NewServer(httpapi.AgentHandler(h.ctrl, h.log))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = h.ctrl.Run(ctx) }()

@@ -16,16 +16,6 @@ import (
 	"github.com/skiffhq/skiff/internal/store"
 )
 
-// Errors the HTTP adapter maps to agentproto status codes.
-var (
-	errUnauthorized = errors.New("unknown host token")
-	errUnknownHost  = errors.New("host is not registered")
-	errWrongHost    = errors.New("request names another host than its token")
-	errVersion      = errors.New("unsupported protocol version")
-	errGone         = errors.New("attempt is not this host's or no longer exists")
-	errDuplicate    = errors.New("event already recorded")
-)
-
 // Register admits the host that token names, replacing an earlier
 // registration of it, and reconciles what it still runs.
 func (c *Controller) Register(ctx context.Context, token string, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
+	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
@@ -63,7 +64,7 @@ func newScripted(t *testing.T, st store.Store) *scripted {
 	s.jobs = job.New(job.Config{Store: st, Clock: clk, Logger: log})
 	s.ctrl = fleet.NewController(fleet.ControllerConfig{Store: st, Jobs: s.jobs, Clock: clk, Log: log,
 		ImagesDir: "/nonexistent/images", HeartbeatInterval: scriptedHeartbeat, RetryAvoidWindow: time.Minute})
-	srv := httptest.NewServer(s.ctrl.Handler())
+	srv := httptest.NewServer(httpapi.AgentHandler(s.ctrl, log))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
 	s.accountID = fundedProject(t, st, clk, "sha256:"+strings.Repeat("ab", 32))

@@ -18,6 +18,7 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
+	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
@@ -47,7 +48,7 @@ func TestLostHostSweepSynctest(t *testing.T) {
 		hostID := id.New(id.Worker)
 		ctrl.AllowHost("tok", hostID)
 		h := &agent.HTTPController{BaseURL: "http://controller.test", Token: "tok",
-			Client: &http.Client{Transport: handlerTransport{ctrl.Handler()}}}
+			Client: &http.Client{Transport: handlerTransport{httpapi.AgentHandler(ctrl, nil)}}}
 		if _, err := h.Register(ctx, &agentproto.RegisterRequest{ProtocolVersion: agentproto.ProtocolVersion,
 			Driver: "gvisor", Capacity: agentCapacity(1)}); err != nil {
 			t.Fatal(err)

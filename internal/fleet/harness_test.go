@@ -29,6 +29,7 @@ import (
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/testlog"
+	"github.com/skiffhq/skiff/internal/wake"
 )
 
 // harness is a controller with the job service over a real store, serving
@@ -38,6 +39,7 @@ type harness struct {
 	t         *testing.T
 	st        store.Store
 	jobs      *job.Service
+	wake      *wake.Signal // shared by jobs and every controller start
 	ctrl      *fleet.Controller
 	srv       *httptest.Server
 	accountID string
@@ -75,7 +77,8 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		}
 	})
 	h := &harness{t: t, st: st, log: log, driver: driver, imagesDir: t.TempDir(), heartbeat: cmp.Or(opts.heartbeat, time.Second)}
-	h.jobs = job.New(job.Config{Store: st, Clock: clock.System{}, Logger: log})
+	h.wake = wake.New()
+	h.jobs = job.New(job.Config{Store: st, Clock: clock.System{}, Logger: log, Wake: h.wake})
 
 	layoutDir, digest := sandboxtest.RunnerImage(t)
 	hex := strings.TrimPrefix(digest, "sha256:")
@@ -130,7 +133,7 @@ func fundedProject(t *testing.T, st store.Store, clk clock.Clock, digest string)
 // start runs a controller over h's store; a second start after stop is a
 // controller restart.
 func (h *harness) start() {
-	h.ctrl = fleet.NewController(fleet.ControllerConfig{Store: h.st, Jobs: h.jobs, Log: h.log, ImagesDir: h.imagesDir,
+	h.ctrl = fleet.NewController(fleet.ControllerConfig{Store: h.st, Jobs: h.jobs, Wake: h.wake, Log: h.log, ImagesDir: h.imagesDir,
 		HeartbeatInterval: h.heartbeat, LostAfter: 3 * h.heartbeat, SweepInterval: 200 * time.Millisecond,
 		RetryAvoidWindow: 30 * time.Second})
 	h.srv = httptest.NewServer(httpapi.AgentHandler(h.ctrl, h.log))

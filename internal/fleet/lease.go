@@ -69,7 +69,7 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 	defer deadline.Stop()
 	for {
 		c.seen(h)
-		woken := c.wakeChan() // before looking, so that a wake after the look is not missed
+		woken := c.wake.Changed() // before looking, so that a wake after the look is not missed
 		rec, err := c.reconcile(ctx, h, req.Running)
 		if err != nil {
 			return nil, err

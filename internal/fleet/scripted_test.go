@@ -23,6 +23,7 @@ import (
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/testlog"
+	"github.com/skiffhq/skiff/internal/wake"
 )
 
 // The scripted harness is the controller for real (its store, job service
@@ -61,8 +62,9 @@ func newScripted(t *testing.T, st store.Store) *scripted {
 		}
 	})
 	s := &scripted{t: t, st: st, clk: clk}
-	s.jobs = job.New(job.Config{Store: st, Clock: clk, Logger: log})
-	s.ctrl = fleet.NewController(fleet.ControllerConfig{Store: st, Jobs: s.jobs, Clock: clk, Log: log,
+	hostWake := wake.New()
+	s.jobs = job.New(job.Config{Store: st, Clock: clk, Logger: log, Wake: hostWake})
+	s.ctrl = fleet.NewController(fleet.ControllerConfig{Store: st, Jobs: s.jobs, Wake: hostWake, Clock: clk, Log: log,
 		ImagesDir: "/nonexistent/images", HeartbeatInterval: scriptedHeartbeat, RetryAvoidWindow: time.Minute})
 	srv := httptest.NewServer(httpapi.AgentHandler(s.ctrl, log))
 	t.Cleanup(srv.Close)

@@ -23,6 +23,7 @@ import (
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/wake"
 )
 
 // TestLostHostSweepSynctest: a host that takes an attempt and then stops
@@ -35,9 +36,10 @@ func TestLostHostSweepSynctest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		st := apitest.OpenSQLite(t)
-		jobs := job.New(job.Config{Store: st, Clock: clock.System{}, Logger: slog.New(slog.DiscardHandler)})
+		hostWake := wake.New()
+		jobs := job.New(job.Config{Store: st, Clock: clock.System{}, Logger: slog.New(slog.DiscardHandler), Wake: hostWake})
 		const heartbeat, lostAfter, sweep = 10 * time.Second, 30 * time.Second, 5 * time.Second
-		ctrl := fleet.NewController(fleet.ControllerConfig{Store: st, Jobs: jobs, ImagesDir: t.TempDir(),
+		ctrl := fleet.NewController(fleet.ControllerConfig{Store: st, Jobs: jobs, Wake: hostWake, ImagesDir: t.TempDir(),
 			HeartbeatInterval: heartbeat, LostAfter: lostAfter, SweepInterval: sweep})
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})

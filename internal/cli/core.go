@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agent/agenthttp"
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/fleet"
@@ -93,7 +94,7 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, dataDir st
 		token := randomToken()
 		ctrl.AllowHost(token, local.ID())
 		host, err = agent.New(agent.Config{
-			Controller: &agent.HTTPController{BaseURL: controllerURL, Token: token},
+			Controller: &agenthttp.Client{BaseURL: controllerURL, Token: token},
 			Driver:     driver, Images: images,
 			WorkRoot:  filepath.Join(dataDir, "host", "work"),
 			CacheRoot: filepath.Join(dataDir, "host", "cache"),

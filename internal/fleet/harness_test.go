@@ -16,6 +16,7 @@ import (
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agent/agenthttp"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
@@ -164,7 +165,7 @@ func (h *harness) host(slots int) (hostID string, stop func()) {
 	h.ctrl.AllowHost(token, hostID)
 	dir := h.t.TempDir()
 	a, err := agent.New(agent.Config{
-		Controller: &agent.HTTPController{BaseURL: h.srv.URL, Token: token},
+		Controller: &agenthttp.Client{BaseURL: h.srv.URL, Token: token},
 		Driver:     h.driver, Images: h.images,
 		WorkRoot: filepath.Join(dir, "work"), CacheRoot: filepath.Join(dir, "cache"),
 		Slots: slots, Capacity: agentCapacity(slots),

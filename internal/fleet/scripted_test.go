@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
-	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agent/agenthttp"
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
@@ -29,7 +29,7 @@ import (
 // The scripted harness is the controller for real (its store, job service
 // and HTTP handler, on SQLite and PostgreSQL) under a fake clock, driven by
 // hosts that a test scripts call by call over the real protocol client
-// (agent.HTTPController): register, lease with a free capacity and a
+// (agenthttp.Client): register, lease with a free capacity and a
 // running list, events. It needs neither root nor gVisor, so dispatch,
 // reconciliation, lost hosts and the attempt state machine are tested on
 // any machine; the gVisor harness (harness_test.go) stays the end-to-end
@@ -116,7 +116,7 @@ func (s *scripted) attempts(j *store.Job) []*store.Attempt {
 type scriptedHost struct {
 	s        *scripted
 	id       string
-	ctl      *agent.HTTPController
+	ctl      *agenthttp.Client
 	capacity agentproto.Capacity
 	running  []string
 	seq      map[string]int64
@@ -127,7 +127,7 @@ func (s *scripted) host(slots int, cpu float64) *scriptedHost {
 	hid := id.New(id.Worker)
 	token := "tok-" + hid
 	s.ctrl.AllowHost(token, hid)
-	h := &scriptedHost{s: s, id: hid, ctl: &agent.HTTPController{BaseURL: s.url, Token: token},
+	h := &scriptedHost{s: s, id: hid, ctl: &agenthttp.Client{BaseURL: s.url, Token: token},
 		capacity: agentproto.Capacity{CPU: cpu, MemoryMB: 8192, Slots: slots}, seq: map[string]int64{}}
 	h.register()
 	return h

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agent/agenthttp"
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
@@ -49,7 +50,7 @@ func TestLostHostSweepSynctest(t *testing.T) {
 		j := submitPublished(t, st, jobs)
 		hostID := id.New(id.Worker)
 		ctrl.AllowHost("tok", hostID)
-		h := &agent.HTTPController{BaseURL: "http://controller.test", Token: "tok",
+		h := &agenthttp.Client{BaseURL: "http://controller.test", Token: "tok",
 			Client: &http.Client{Transport: handlerTransport{httpapi.AgentHandler(ctrl, nil)}}}
 		if _, err := h.Register(ctx, &agentproto.RegisterRequest{ProtocolVersion: agentproto.ProtocolVersion,
 			Driver: "gvisor", Capacity: agentCapacity(1)}); err != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/skiffhq/skiff/internal/sandbox"
 )
 
-// Controller is the agent's view of the controller. HTTPController
+// Controller is the agent's view of the controller. agenthttp.Client
 // implements it over agentproto's endpoints; tests may fake it.
 type Controller interface {
 	Register(ctx context.Context, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agent/agenthttp"
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/sandbox"
@@ -239,7 +240,7 @@ func startAgent(t *testing.T, fc *fakeController, d sandbox.Driver, img image) {
 	t.Helper()
 	dir := t.TempDir()
 	a, err := agent.New(agent.Config{
-		Controller:       &agent.HTTPController{BaseURL: fc.srv.URL, Token: testToken},
+		Controller:       &agenthttp.Client{BaseURL: fc.srv.URL, Token: testToken},
 		Driver:           d,
 		Images:           img.cache,
 		WorkRoot:         filepath.Join(dir, "work"),

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agent/agenthttp"
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
@@ -53,9 +54,9 @@ func eventKind(body []byte) agentproto.EventKind {
 	return ev.Kind
 }
 
-// TestHTTPControllerAnswers: the status codes agentproto says a host acts
+// TestHTTPClientAnswers: the status codes agentproto says a host acts
 // on map to what the agent loop expects of a Controller.
-func TestHTTPControllerAnswers(t *testing.T) {
+func TestHTTPClientAnswers(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name         string
@@ -84,7 +85,7 @@ func TestHTTPControllerAnswers(t *testing.T) {
 				_ = json.NewEncoder(w).Encode(agentproto.ErrorResponse{Code: c.code, Message: "from the test"})
 			}))
 			t.Cleanup(srv.Close)
-			hc := &agent.HTTPController{BaseURL: srv.URL, Token: testToken}
+			hc := &agenthttp.Client{BaseURL: srv.URL, Token: testToken}
 			var err error
 			switch c.call {
 			case "register":
@@ -103,7 +104,7 @@ func TestHTTPControllerAnswers(t *testing.T) {
 			if errors.Is(err, agent.ErrUnknownHost) != c.wantUnknown {
 				t.Errorf("errors.Is(%v, ErrUnknownHost) = %v, want %v", err, !c.wantUnknown, c.wantUnknown)
 			}
-			var se *agent.StatusError
+			var se *agenthttp.StatusError
 			if !errors.As(err, &se) || se.StatusCode != c.wantStatusOf || se.Code != c.code {
 				t.Errorf("got %v, want a StatusError %d %s", err, c.wantStatusOf, c.code)
 			}
@@ -227,7 +228,7 @@ func (c *scriptedController) Register(ctx context.Context, req *agentproto.Regis
 	defer c.mu.Unlock()
 	c.registers = append(c.registers, time.Now())
 	if len(c.registers) <= c.refuse {
-		return nil, &agent.StatusError{StatusCode: http.StatusUpgradeRequired, Code: agentproto.CodeUnsupportedVersion}
+		return nil, &agenthttp.StatusError{StatusCode: http.StatusUpgradeRequired, Code: agentproto.CodeUnsupportedVersion}
 	}
 	return &agentproto.RegisterResponse{ProtocolVersion: 1, HostID: "wkr_sync", HeartbeatIntervalS: c.heartbeatS}, nil
 }

@@ -1,15 +1,7 @@
 package billing
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/url"
-	"sync"
 	"time"
 )
 
@@ -96,7 +88,8 @@ func ceilDiv(a, b int64) int64 {
 	return (a + b - 1) / b
 }
 
-// PriceSource gives the current rates.
+// PriceSource gives the current rates: StaticRates, or a feed the
+// composition root polls (internal/pricefeed).
 type PriceSource interface {
 	Rates() Rates
 }
@@ -105,98 +98,3 @@ type PriceSource interface {
 type StaticRates Rates
 
 func (s StaticRates) Rates() Rates { return Rates(s) }
-
-// Feed polls an HTTP JSON rate table (the Rates fields) and keeps the last
-// good one: until the first good answer it gives Fallback, and a failing or
-// invalid answer never replaces a good one.
-type Feed struct {
-	URL      string
-	Interval time.Duration
-	Fallback Rates
-	Client   *http.Client
-	Log      *slog.Logger
-
-	mu      sync.Mutex
-	current Rates
-	good    bool
-	updated time.Time
-}
-
-// Rates is the last good table, or the fallback.
-func (f *Feed) Rates() Rates {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.good {
-		return f.current
-	}
-	return f.Fallback
-}
-
-// Run polls until ctx is done.
-func (f *Feed) Run(ctx context.Context) {
-	t := time.NewTicker(f.Interval)
-	defer t.Stop()
-	for {
-		if err := f.Poll(ctx); err != nil && ctx.Err() == nil && f.Log != nil {
-			f.Log.Warn("price feed failed; keeping the last good rates", "url", RedactURL(f.URL), "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// RedactURL is u without its user info and query, fit for logs: a feed URL
-// may carry a token.
-func RedactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	p.User, p.RawQuery, p.Fragment = nil, "", ""
-	return p.String()
-}
-
-// Poll fetches the feed once.
-func (f *Feed) Poll(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
-	if err != nil {
-		return err
-	}
-	client := f.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // its message repeats the URL, token and all
-		}
-		return fmt.Errorf("get %s: %w", RedactURL(f.URL), err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("feed answered %s", resp.Status)
-	}
-	var r Rates
-	dec := json.NewDecoder(io.LimitReader(resp.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return fmt.Errorf("decode feed: %w", err)
-	}
-	if r.DedicatedPercent == 0 {
-		r.DedicatedPercent = f.Fallback.DedicatedPercent
-	}
-	if err := r.Validate(); err != nil {
-		return err
-	}
-	f.mu.Lock()
-	f.current, f.good, f.updated = r, true, time.Now()
-	f.mu.Unlock()
-	return nil
-}

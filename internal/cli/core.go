@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agent/agenthttp"
 	"github.com/skiffhq/skiff/internal/agentproto"
-	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/ociimage"
@@ -24,6 +24,13 @@ import (
 	"github.com/skiffhq/skiff/internal/sandbox/gvisor"
 	"github.com/skiffhq/skiff/internal/sandbox/process"
 )
+
+// localHost is the host inside the server: its identity and the rootfs
+// cache that both project preparation and its agent use.
+type localHost struct {
+	local  *fleet.Local
+	images *ociimage.Cache
+}
 
 // core is the controller's background work: the build queue, the
 // dispatcher's sweeps and the local host.
@@ -51,7 +58,7 @@ func (c *core) stop() {
 // platform error that says what is missing, tasks wait queued, and the log
 // says it loudly.
 func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, dataDir string, projects *project.Service,
-	bill *billing.Service, ctrl *fleet.Controller, controllerURL string) (*core, error) {
+	lh localHost, ctrl *fleet.Controller, controllerURL string) (*core, error) {
 	imagesDir := filepath.Join(dataDir, "images")
 	var builder project.ImageBuilder
 	b, err := build.New(ctx, build.Config{
@@ -65,14 +72,7 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, dataDir st
 	} else {
 		builder = build.ProjectBuilder{B: b}
 	}
-	images := &ociimage.Cache{
-		Root: filepath.Join(dataDir, "host", "images"), MountPoints: sandbox.MountPoints(), Logger: log.With("component", "host"),
-	}
-	local, err := fleet.NewLocal(filepath.Join(dataDir, "host"), imagesDir, images)
-	if err != nil {
-		return nil, err
-	}
-	projects.SetPreparation(local, bill)
+	local, images := lh.local, lh.images
 
 	var host *agent.Agent
 	var driver sandbox.Driver
@@ -94,7 +94,7 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, dataDir st
 		token := randomToken()
 		ctrl.AllowHost(token, local.ID())
 		host, err = agent.New(agent.Config{
-			Controller: &agent.HTTPController{BaseURL: controllerURL, Token: token},
+			Controller: &agenthttp.Client{BaseURL: controllerURL, Token: token},
 			Driver:     driver, Images: images,
 			WorkRoot:  filepath.Join(dataDir, "host", "work"),
 			CacheRoot: filepath.Join(dataDir, "host", "cache"),

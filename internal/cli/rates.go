@@ -12,6 +12,8 @@ import (
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/billing"
+	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/pricefeed"
 )
 
 // rateFlags set the operator's market rates (billing.Rates) and an
@@ -69,10 +71,10 @@ func (f *rateFlags) source(ctx context.Context, log *slog.Logger) (billing.Price
 	if f.feedURL == "" {
 		return billing.StaticRates(table), nil
 	}
-	feed := &billing.Feed{URL: f.feedURL, Interval: f.feedInterval, Fallback: table,
-		Client: &http.Client{Timeout: 30 * time.Second}, Log: log}
+	feed := pricefeed.New(pricefeed.Config{URL: f.feedURL, Interval: f.feedInterval, Fallback: table,
+		Client: &http.Client{Timeout: 30 * time.Second}, Clock: clock.System{}, Log: log})
 	go feed.Run(ctx)
-	log.Info("polling the price feed", "url", billing.RedactURL(f.feedURL), "interval", f.feedInterval.String())
+	log.Info("polling the price feed", "url", pricefeed.RedactURL(f.feedURL), "interval", f.feedInterval.String())
 	return feed, nil
 }
 

@@ -21,7 +21,10 @@ import (
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/project"
+	"github.com/skiffhq/skiff/internal/sandbox"
+	"github.com/skiffhq/skiff/internal/wake"
 )
 
 // serverFlags configure the controller.
@@ -117,26 +120,38 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	bill.SetRates(prices)
-	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir})
-	defer projects.Close()
 	limits := submit.Limits{Presets: submit.DefaultPresets()}
 	if err := submit.ValidatePresets(limits); err != nil {
 		return err
 	}
-	jobs := job.New(job.Config{Store: db, Clock: clk, Logger: log.With("component", "jobs"), Billing: bill, Limits: limits})
-	projects.SetJobs(jobs)
-	api := httpapi.New(httpapi.Config{
-		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
-		Projects: projects, Jobs: jobs, Version: Version,
-	})
 	dataDir, err := filepath.Abs(f.dataDir)
 	if err != nil {
 		return err
 	}
-	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Clock: clk,
-		Log: log.With("component", "controller"), ImagesDir: filepath.Join(dataDir, "images")})
+	imagesDir := filepath.Join(dataDir, "images")
+	// The job service wakes what the controller's long-polling hosts wait
+	// on; neither needs the other to exist first.
+	hostWake := wake.New()
+	jobs := job.New(job.Config{Store: db, Clock: clk, Logger: log.With("component", "jobs"), Billing: bill, Limits: limits,
+		Wake: hostWake})
+	hostImages := &ociimage.Cache{
+		Root: filepath.Join(dataDir, "host", "images"), MountPoints: sandbox.MountPoints(), Logger: log.With("component", "host"),
+	}
+	local, err := fleet.NewLocal(filepath.Join(dataDir, "host"), imagesDir, hostImages)
+	if err != nil {
+		return err
+	}
+	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir,
+		Jobs: jobs, Preparer: local, Floor: bill})
+	defer projects.Close()
+	api := httpapi.New(httpapi.Config{
+		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
+		Projects: projects, Jobs: jobs, Version: Version,
+	})
+	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk,
+		Log: log.With("component", "controller"), ImagesDir: imagesDir})
 	mux := http.NewServeMux()
-	mux.Handle("/agent/v1/", ctrl.Handler())
+	mux.Handle("/agent/v1/", httpapi.AgentHandler(ctrl, log.With("component", "agentapi")))
 	mux.Handle("/", api)
 
 	ln, err := net.Listen("tcp", f.listen)
@@ -146,7 +161,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	core, err := startCore(ctx, log, &f, dataDir, projects, bill, ctrl, "http://"+ln.Addr().String())
+	core, err := startCore(ctx, log, &f, dataDir, projects, localHost{local: local, images: hostImages}, ctrl,
+		"http://"+ln.Addr().String())
 	if err != nil {
 		_ = srv.Close()
 		return err

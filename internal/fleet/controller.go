@@ -13,6 +13,7 @@ import (
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/wake"
 )
 
 // Controller is the controller's side of agentproto: it knows the hosts
@@ -32,7 +33,7 @@ type Controller struct {
 	mu     sync.Mutex
 	tokens map[[32]byte]string // sha256 of a host token -> the host id it names
 	hosts  map[string]*host    // registered hosts, by id
-	wakeC  chan struct{}       // closed and replaced by Wake
+	wake   *wake.Signal
 
 	specs runSpecs
 }
@@ -41,6 +42,11 @@ type Controller struct {
 type ControllerConfig struct {
 	Store store.Store
 	Jobs  *job.Service
+	// Wake is what long-polling hosts wait on: the signal the job service
+	// was given (job.Config.Wake), so that new tasks and cancellations
+	// reach hosts at once. Nil means a private one, which only the
+	// controller wakes: hosts then hear of new work at their next lease.
+	Wake  *wake.Signal
 	Clock clock.Clock
 	Log   *slog.Logger
 	// ImagesDir is the controller's OCI image store (<dir>/<hex>); a host
@@ -101,10 +107,11 @@ func NewController(cfg ControllerConfig) *Controller {
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = cfg.HeartbeatInterval
 	}
-	c := &Controller{cfg: cfg, jobs: cfg.Jobs, st: cfg.Store, clk: cfg.Clock, log: cfg.Log,
-		started: cfg.Clock.Now(), tokens: map[[32]byte]string{}, hosts: map[string]*host{}, wakeC: make(chan struct{})}
-	cfg.Jobs.SetWake(c.Wake)
-	return c
+	if cfg.Wake == nil {
+		cfg.Wake = wake.New()
+	}
+	return &Controller{cfg: cfg, jobs: cfg.Jobs, st: cfg.Store, clk: cfg.Clock, log: cfg.Log,
+		started: cfg.Clock.Now(), tokens: map[[32]byte]string{}, hosts: map[string]*host{}, wake: cfg.Wake}
 }
 
 // AllowHost lets the holder of token register as hostID. The token is kept
@@ -127,18 +134,7 @@ func (c *Controller) hostForToken(token string) string {
 }
 
 // Wake tells long-polling hosts that there may be work or cancellations.
-func (c *Controller) Wake() {
-	c.mu.Lock()
-	close(c.wakeC)
-	c.wakeC = make(chan struct{})
-	c.mu.Unlock()
-}
-
-func (c *Controller) wakeChan() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.wakeC
-}
+func (c *Controller) Wake() { c.wake.Wake() }
 
 func (c *Controller) host(id string) *host {
 	c.mu.Lock()

@@ -46,7 +46,7 @@ func (c *Controller) Event(ctx context.Context, token, attemptID string, ev *age
 		err = c.jobs.AttemptProgress(ctx, a, ev.Progress, ev.OutputTail)
 	case agentproto.EventFinished:
 		if ev.Outcome == nil {
-			return fmt.Errorf("%w: finished event without an outcome", errBadEvent)
+			return badEvent("finished event without an outcome")
 		}
 		if !open {
 			return errDuplicate
@@ -64,12 +64,10 @@ func (c *Controller) Event(ctx context.Context, token, attemptID string, ev *age
 				"host_error", ev.Outcome.HostError)
 		}
 	default:
-		return fmt.Errorf("%w: unknown event kind %q", errBadEvent, ev.Kind)
+		return badEvent("unknown event kind %q", ev.Kind)
 	}
 	if errors.Is(err, store.ErrConflict) {
 		return errDuplicate
 	}
 	return err
 }
-
-var errBadEvent = errors.New("malformed event")

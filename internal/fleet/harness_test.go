@@ -16,9 +16,11 @@ import (
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agent/agenthttp"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
+	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
@@ -28,6 +30,7 @@ import (
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/testlog"
+	"github.com/skiffhq/skiff/internal/wake"
 )
 
 // harness is a controller with the job service over a real store, serving
@@ -37,6 +40,7 @@ type harness struct {
 	t         *testing.T
 	st        store.Store
 	jobs      *job.Service
+	wake      *wake.Signal // shared by jobs and every controller start
 	ctrl      *fleet.Controller
 	srv       *httptest.Server
 	accountID string
@@ -74,7 +78,8 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		}
 	})
 	h := &harness{t: t, st: st, log: log, driver: driver, imagesDir: t.TempDir(), heartbeat: cmp.Or(opts.heartbeat, time.Second)}
-	h.jobs = job.New(job.Config{Store: st, Clock: clock.System{}, Logger: log})
+	h.wake = wake.New()
+	h.jobs = job.New(job.Config{Store: st, Clock: clock.System{}, Logger: log, Wake: h.wake})
 
 	layoutDir, digest := sandboxtest.RunnerImage(t)
 	hex := strings.TrimPrefix(digest, "sha256:")
@@ -129,10 +134,10 @@ func fundedProject(t *testing.T, st store.Store, clk clock.Clock, digest string)
 // start runs a controller over h's store; a second start after stop is a
 // controller restart.
 func (h *harness) start() {
-	h.ctrl = fleet.NewController(fleet.ControllerConfig{Store: h.st, Jobs: h.jobs, Log: h.log, ImagesDir: h.imagesDir,
+	h.ctrl = fleet.NewController(fleet.ControllerConfig{Store: h.st, Jobs: h.jobs, Wake: h.wake, Log: h.log, ImagesDir: h.imagesDir,
 		HeartbeatInterval: h.heartbeat, LostAfter: 3 * h.heartbeat, SweepInterval: 200 * time.Millisecond,
 		RetryAvoidWindow: 30 * time.Second})
-	h.srv = httptest.NewServer(h.ctrl.Handler())
+	h.srv = httptest.NewServer(httpapi.AgentHandler(h.ctrl, h.log))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = h.ctrl.Run(ctx) }()
@@ -160,7 +165,7 @@ func (h *harness) host(slots int) (hostID string, stop func()) {
 	h.ctrl.AllowHost(token, hostID)
 	dir := h.t.TempDir()
 	a, err := agent.New(agent.Config{
-		Controller: &agent.HTTPController{BaseURL: h.srv.URL, Token: token},
+		Controller: &agenthttp.Client{BaseURL: h.srv.URL, Token: token},
 		Driver:     h.driver, Images: h.images,
 		WorkRoot: filepath.Join(dir, "work"), CacheRoot: filepath.Join(dir, "cache"),
 		Slots: slots, Capacity: agentCapacity(slots),

@@ -16,16 +16,6 @@ import (
 	"github.com/skiffhq/skiff/internal/store"
 )
 
-// Errors the HTTP adapter maps to agentproto status codes.
-var (
-	errUnauthorized = errors.New("unknown host token")
-	errUnknownHost  = errors.New("host is not registered")
-	errWrongHost    = errors.New("request names another host than its token")
-	errVersion      = errors.New("unsupported protocol version")
-	errGone         = errors.New("attempt is not this host's or no longer exists")
-	errDuplicate    = errors.New("event already recorded")
-)
-
 // Register admits the host that token names, replacing an earlier
 // registration of it, and reconciles what it still runs.
 func (c *Controller) Register(ctx context.Context, token string, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error) {
@@ -79,7 +69,7 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 	defer deadline.Stop()
 	for {
 		c.seen(h)
-		woken := c.wakeChan() // before looking, so that a wake after the look is not missed
+		woken := c.wake.Changed() // before looking, so that a wake after the look is not missed
 		rec, err := c.reconcile(ctx, h, req.Running)
 		if err != nil {
 			return nil, err

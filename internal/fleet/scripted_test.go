@@ -13,22 +13,24 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
-	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agent/agenthttp"
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
+	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/testlog"
+	"github.com/skiffhq/skiff/internal/wake"
 )
 
 // The scripted harness is the controller for real (its store, job service
 // and HTTP handler, on SQLite and PostgreSQL) under a fake clock, driven by
 // hosts that a test scripts call by call over the real protocol client
-// (agent.HTTPController): register, lease with a free capacity and a
+// (agenthttp.Client): register, lease with a free capacity and a
 // running list, events. It needs neither root nor gVisor, so dispatch,
 // reconciliation, lost hosts and the attempt state machine are tested on
 // any machine; the gVisor harness (harness_test.go) stays the end-to-end
@@ -61,10 +63,11 @@ func newScripted(t *testing.T, st store.Store) *scripted {
 		}
 	})
 	s := &scripted{t: t, st: st, clk: clk}
-	s.jobs = job.New(job.Config{Store: st, Clock: clk, Logger: log})
-	s.ctrl = fleet.NewController(fleet.ControllerConfig{Store: st, Jobs: s.jobs, Clock: clk, Log: log,
+	hostWake := wake.New()
+	s.jobs = job.New(job.Config{Store: st, Clock: clk, Logger: log, Wake: hostWake})
+	s.ctrl = fleet.NewController(fleet.ControllerConfig{Store: st, Jobs: s.jobs, Wake: hostWake, Clock: clk, Log: log,
 		ImagesDir: "/nonexistent/images", HeartbeatInterval: scriptedHeartbeat, RetryAvoidWindow: time.Minute})
-	srv := httptest.NewServer(s.ctrl.Handler())
+	srv := httptest.NewServer(httpapi.AgentHandler(s.ctrl, log))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
 	s.accountID = fundedProject(t, st, clk, "sha256:"+strings.Repeat("ab", 32))
@@ -103,7 +106,7 @@ func (s *scripted) attempts(j *store.Job) []*store.Attempt {
 type scriptedHost struct {
 	s        *scripted
 	id       string
-	ctl      *agent.HTTPController
+	ctl      *agenthttp.Client
 	capacity agentproto.Capacity
 	running  []string
 	seq      map[string]int64
@@ -121,7 +124,7 @@ func (s *scripted) hostV(slots int, cpu float64, v int) *scriptedHost {
 	hid := id.New(id.Worker)
 	token := "tok-" + hid
 	s.ctrl.AllowHost(token, hid)
-	h := &scriptedHost{s: s, id: hid, ctl: &agent.HTTPController{BaseURL: s.url, Token: token},
+	h := &scriptedHost{s: s, id: hid, ctl: &agenthttp.Client{BaseURL: s.url, Token: token},
 		capacity: agentproto.Capacity{CPU: cpu, MemoryMB: 8192, Slots: slots}, seq: map[string]int64{}, version: v}
 	h.register()
 	return h
@@ -419,10 +422,10 @@ func TestScriptedProtocolVersions(t *testing.T) {
 		if a := finish(v1, &agentproto.Outcome{ExitCode: 128, SandboxError: "creating process: failed to load /x: no such file or directory"}); a.TerminalKind != "start_failed" {
 			t.Errorf("v1 start failure by its words: attempt %s/%s, want start_failed", a.Status, a.TerminalKind)
 		}
-		future := &agent.HTTPController{BaseURL: s.url, Token: "tok-future"}
+		future := &agenthttp.Client{BaseURL: s.url, Token: "tok-future"}
 		s.ctrl.AllowHost("tok-future", id.New(id.Worker))
 		_, err := future.Register(context.Background(), &agentproto.RegisterRequest{ProtocolVersion: agentproto.ProtocolVersion + 1})
-		var se *agent.StatusError
+		var se *agenthttp.StatusError
 		if !errors.As(err, &se) || se.StatusCode != 426 || se.Code != agentproto.CodeUnsupportedVersion {
 			t.Fatalf("register at version %d: %v, want 426 %s", agentproto.ProtocolVersion+1, err, agentproto.CodeUnsupportedVersion)
 		}

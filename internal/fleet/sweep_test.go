@@ -13,13 +13,16 @@ import (
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agent/agenthttp"
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
+	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/wake"
 )
 
 // TestLostHostSweepSynctest: a host that takes an attempt and then stops
@@ -32,9 +35,10 @@ func TestLostHostSweepSynctest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		st := apitest.OpenSQLite(t)
-		jobs := job.New(job.Config{Store: st, Clock: clock.System{}, Logger: slog.New(slog.DiscardHandler)})
+		hostWake := wake.New()
+		jobs := job.New(job.Config{Store: st, Clock: clock.System{}, Logger: slog.New(slog.DiscardHandler), Wake: hostWake})
 		const heartbeat, lostAfter, sweep = 10 * time.Second, 30 * time.Second, 5 * time.Second
-		ctrl := fleet.NewController(fleet.ControllerConfig{Store: st, Jobs: jobs, ImagesDir: t.TempDir(),
+		ctrl := fleet.NewController(fleet.ControllerConfig{Store: st, Jobs: jobs, Wake: hostWake, ImagesDir: t.TempDir(),
 			HeartbeatInterval: heartbeat, LostAfter: lostAfter, SweepInterval: sweep})
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -44,8 +48,8 @@ func TestLostHostSweepSynctest(t *testing.T) {
 		j := submitPublished(t, st, jobs)
 		hostID := id.New(id.Worker)
 		ctrl.AllowHost("tok", hostID)
-		h := &agent.HTTPController{BaseURL: "http://controller.test", Token: "tok",
-			Client: &http.Client{Transport: handlerTransport{ctrl.Handler()}}}
+		h := &agenthttp.Client{BaseURL: "http://controller.test", Token: "tok",
+			Client: &http.Client{Transport: handlerTransport{httpapi.AgentHandler(ctrl, nil)}}}
 		if _, err := h.Register(ctx, &agentproto.RegisterRequest{ProtocolVersion: agentproto.ProtocolVersion,
 			Driver: "gvisor", Capacity: agentCapacity(1)}); err != nil {
 			t.Fatal(err)

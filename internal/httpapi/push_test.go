@@ -379,15 +379,15 @@ func startPushServer(t *testing.T) *pushServer {
 	}
 	clk := clock.System{}
 	ts.Env = &apitest.Env{Store: db, Auth: auth.New(db, clk), Billing: billing.New(db, clk)}
-	ts.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: dataDir})
-	ts.Server = httpapi.New(httpapi.Config{Logger: log, Clock: clk, Store: db, Auth: ts.Auth,
-		Billing: ts.Billing, Projects: ts.Projects, Version: "test"})
-	imagesDir := filepath.Join(dataDir, "images")
-	host, err := fleet.NewLocal(filepath.Join(dataDir, "host"), imagesDir, &ociimage.Cache{Root: filepath.Join(dataDir, "host", "images")})
+	host, err := fleet.NewLocal(filepath.Join(dataDir, "host"), filepath.Join(dataDir, "images"),
+		&ociimage.Cache{Root: filepath.Join(dataDir, "host", "images")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.Projects.SetPreparation(host, ts.Billing)
+	ts.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: dataDir,
+		Preparer: host, Floor: ts.Billing})
+	ts.Server = httpapi.New(httpapi.Config{Logger: log, Clock: clk, Store: db, Auth: ts.Auth,
+		Billing: ts.Billing, Projects: ts.Projects, Version: "test"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -9,7 +9,8 @@ import (
 	"github.com/skiffhq/skiff/internal/fault"
 )
 
-// statusOf is the one place where error kinds become status codes.
+// statusOf is the one place where error kinds become status codes, for the
+// public API and for the agent endpoints (agent.go) alike.
 func statusOf(k fault.Kind) int {
 	switch k {
 	case fault.KindInvalid:
@@ -38,6 +39,8 @@ func statusOf(k fault.Kind) int {
 		return http.StatusServiceUnavailable
 	case fault.KindQuotaExceeded:
 		return http.StatusInsufficientStorage
+	case fault.KindUpgradeRequired:
+		return http.StatusUpgradeRequired
 	}
 	return http.StatusInternalServerError
 }

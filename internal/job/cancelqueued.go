@@ -69,7 +69,7 @@ func (s *Service) CancelQueued(ctx context.Context, accountID string, p *store.P
 		s.log.InfoContext(ctx, "queued jobs cancelled", "project", p.ID, "tag", tag, "jobs", len(cancelled))
 	}
 	if kill {
-		s.wake()
+		s.waker.Wake()
 	}
 	return &QueuedCancellation{QueuedBefore: len(jobs), Cancelled: cancelled}, nil
 }

@@ -99,7 +99,7 @@ func (s *Service) EditRequirements(ctx context.Context, accountID, jobID string,
 		case err != nil:
 			return nil, fmt.Errorf("edit requirements: %w", err)
 		}
-		s.wake() // queued tasks may fit hosts they did not fit before
+		s.waker.Wake() // queued tasks may fit hosts they did not fit before
 		return s.Get(ctx, accountID, jobID)
 	}
 	return nil, fault.Conflict("edit_conflict", "Read the job again and resend the patch.",

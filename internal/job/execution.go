@@ -189,7 +189,7 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 	if d.Task == store.TaskQueued || d.Task.IsTerminal() {
 		// A requeued task waits for a host; a job's end may have queued
 		// the jobs that depended on it.
-		s.wake()
+		s.waker.Wake()
 	}
 	return nil
 }

@@ -32,9 +32,7 @@ type Service struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	limits  submit.Limits
-	// wake tells the dispatcher that work or cancellations are waiting, so
-	// that a host long-polling for work hears of it at once.
-	wake func()
+	waker   Notifier
 	// requests caches decoded submissions for execution (requestcache.go).
 	requests requestCache
 }
@@ -48,22 +46,36 @@ type Config struct {
 	Clock   clock.Clock
 	Logger  *slog.Logger
 	Limits  submit.Limits
+	// Wake is told after every change that gives hosts something to do
+	// (tasks to run, attempts to kill), so that a host long-polling for work
+	// hears of it at once: the wake.Signal the fleet controller waits on.
+	// Nil means nobody waits.
+	Wake Notifier
 }
+
+// Notifier hears that there may be work for hosts.
+type Notifier interface {
+	Wake()
+}
+
+type noWaiters struct{}
+
+func (noWaiters) Wake() {}
 
 func New(cfg Config) *Service {
 	b := cfg.Billing
 	if b == nil {
 		b = billing.New(cfg.Store, cfg.Clock)
 	}
-	return &Service{store: cfg.Store, billing: b, clock: cfg.Clock, log: cfg.Logger, limits: cfg.Limits, wake: func() {}}
+	w := cfg.Wake
+	if w == nil {
+		w = noWaiters{}
+	}
+	return &Service{store: cfg.Store, billing: b, clock: cfg.Clock, log: cfg.Logger, limits: cfg.Limits, waker: w}
 }
 
 // Billing is the billing service that prices and holds admissions.
 func (s *Service) Billing() *billing.Service { return s.billing }
-
-// SetWake registers the dispatcher's wake-up, called after every change that
-// gives hosts something to do: new tasks to run or attempts to kill.
-func (s *Service) SetWake(wake func()) { s.wake = wake }
 
 var priorities = map[string]int{
 	apiv1.PriorityHigh: store.PriorityHigh, apiv1.PriorityNormal: store.PriorityNormal, apiv1.PriorityLow: store.PriorityLow,
@@ -296,7 +308,7 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 		return nil, fmt.Errorf("store job: %w", err)
 	}
 	s.log.InfoContext(ctx, "job submitted", "job", created.ID, "project", p.ID, "tasks", len(tasks), "status", status)
-	s.wake()
+	s.waker.Wake()
 	return created, nil
 }
 
@@ -344,7 +356,7 @@ func (s *Service) Cancel(ctx context.Context, accountID, jobID, reason string) (
 		return nil, nil, fmt.Errorf("cancel job: %w", err)
 	}
 	if len(running) > 0 {
-		s.wake()
+		s.waker.Wake()
 	}
 	return job, running, nil
 }

@@ -101,7 +101,14 @@ func startServer(t testing.TB, opts serverOptions) *testServer {
 	clk := clock.System{}
 	ts := &testServer{DataDir: dataDir, logs: logs}
 	ts.Env = &apitest.Env{Store: db, Auth: auth.New(db, clk), Billing: billing.New(db, clk)}
-	ts.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: dataDir})
+	host, err := fleet.NewLocal(filepath.Join(dataDir, "host"), filepath.Join(dataDir, "images"), &ociimage.Cache{
+		Root: filepath.Join(dataDir, "host", "images"), Logger: log.With("component", "host"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: dataDir,
+		Preparer: host, Floor: ts.Billing})
 	ts.Server = httpapi.New(httpapi.Config{Logger: log, Clock: clk, Store: db, Auth: ts.Auth,
 		Billing: ts.Billing, Projects: ts.Projects, Version: "test"})
 
@@ -130,14 +137,6 @@ func startServer(t testing.TB, opts serverOptions) *testServer {
 		inner = build.ProjectBuilder{B: b}
 	}
 	ts.Builder = &holdBuilder{inner: inner}
-	imagesDir := filepath.Join(dataDir, "images")
-	host, err := fleet.NewLocal(filepath.Join(dataDir, "host"), imagesDir, &ociimage.Cache{
-		Root: filepath.Join(dataDir, "host", "images"), Logger: log.With("component", "host"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts.Projects.SetPreparation(host, ts.Billing)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -31,10 +31,11 @@ type Service struct {
 	dataDir string
 	jobs    ActiveJobCounter
 
-	mu       sync.Mutex
-	builds   *builds // set once RunBuilds runs
 	preparer Preparer
 	floor    FloorChecker
+
+	mu     sync.Mutex
+	builds *builds // set once RunBuilds runs
 
 	// Background work (runtime preparation) lives until Close.
 	bgCtx    context.Context
@@ -47,7 +48,13 @@ type Config struct {
 	Store  store.Store
 	Clock  clock.Clock
 	Logger *slog.Logger
-	Jobs   ActiveJobCounter
+	// Jobs is the job service; nil means no jobs exist (Delete never
+	// finds one running).
+	Jobs ActiveJobCounter
+	// Preparer is the fleet Init prepares revisions on; nil means no hosts.
+	Preparer Preparer
+	// Floor is the balance check Init makes first (billing); nil means none.
+	Floor FloorChecker
 	// DataDir holds push uploads and build contexts (under pushes/).
 	DataDir string
 }
@@ -55,11 +62,8 @@ type Config struct {
 func New(cfg Config) *Service {
 	bg, cancel := context.WithCancel(context.Background())
 	return &Service{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, jobs: cfg.Jobs, dataDir: cfg.DataDir,
-		bgCtx: bg, bgCancel: cancel}
+		preparer: cfg.Preparer, floor: cfg.Floor, bgCtx: bg, bgCancel: cancel}
 }
-
-// SetJobs connects the job service once it exists (it needs projects too).
-func (s *Service) SetJobs(j ActiveJobCounter) { s.jobs = j }
 
 // Get finds a project of the account; another account's project is not found.
 func (s *Service) Get(ctx context.Context, accountID, name string) (*store.Project, error) {

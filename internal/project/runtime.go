@@ -36,13 +36,6 @@ type InitResult struct {
 	Readiness     *apiv1.Readiness
 }
 
-// SetPreparation connects the hosts and the balance check used by Init.
-func (s *Service) SetPreparation(p Preparer, floor FloorChecker) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.preparer, s.floor = p, floor
-}
-
 // Init prepares the published revision on up to maxNodes of the hosts that
 // exist now (0: all). It returns at once; preparation runs in the
 // background and readiness shows its progress. It provisions nothing new.
@@ -51,9 +44,7 @@ func (s *Service) Init(ctx context.Context, accountID, name string, maxNodes int
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
 	preparer, floor := s.preparer, s.floor
-	s.mu.Unlock()
 	if floor != nil {
 		if err := floor.Shortfall(ctx, accountID, InitFloorMicros, "project init"); err != nil {
 			return nil, err

@@ -119,11 +119,10 @@ func Start(t testing.TB, opts Options) *Env {
 		}
 	})
 	e := &Env{Store: db, Clock: clk, Auth: auth.New(db, clk), Billing: billing.New(db, clk)}
-	e.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: t.TempDir()})
-	t.Cleanup(e.Projects.Close)
 	e.Jobs = job.New(job.Config{Store: db, Clock: clk, Logger: log, Billing: e.Billing,
 		Limits: submit.Limits{Presets: submit.DefaultPresets()}})
-	e.Projects.SetJobs(e.Jobs)
+	e.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, Jobs: e.Jobs, DataDir: t.TempDir()})
+	t.Cleanup(e.Projects.Close)
 	e.Server = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
 		Version: "test",

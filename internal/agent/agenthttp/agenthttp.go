@@ -1,4 +1,7 @@
-package agent
+// Package agenthttp is the host's client adapter for agentproto: the
+// agent's Controller over HTTP. The agent itself speaks to a Controller and
+// never imports net/http.
+package agenthttp
 
 import (
 	"bytes"
@@ -10,13 +13,14 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/skiffhq/skiff/internal/agent"
 	"github.com/skiffhq/skiff/internal/agentproto"
 )
 
-var _ Controller = (*HTTPController)(nil)
+var _ agent.Controller = (*Client)(nil)
 
-// HTTPController speaks agentproto over HTTP to a controller.
-type HTTPController struct {
+// Client speaks agentproto over HTTP to a controller.
+type Client struct {
 	// BaseURL is the controller's origin, e.g. "https://skiff.example"
 	// or "http://127.0.0.1:8080" for the local host.
 	BaseURL string
@@ -41,12 +45,12 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("controller answered %d: %s", e.StatusCode, e.Message)
 }
 
-// Is makes an unknown-host answer match ErrUnknownHost.
+// Is makes an unknown-host answer match agent.ErrUnknownHost.
 func (e *StatusError) Is(target error) bool {
-	return target == ErrUnknownHost && e.StatusCode == http.StatusNotFound && e.Code == agentproto.CodeUnknownHost
+	return target == agent.ErrUnknownHost && e.StatusCode == http.StatusNotFound && e.Code == agentproto.CodeUnknownHost
 }
 
-func (c *HTTPController) Register(ctx context.Context, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error) {
+func (c *Client) Register(ctx context.Context, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error) {
 	var resp agentproto.RegisterResponse
 	if err := c.post(ctx, agentproto.RegisterPath, req, &resp); err != nil {
 		return nil, fmt.Errorf("register: %w", err)
@@ -54,7 +58,7 @@ func (c *HTTPController) Register(ctx context.Context, req *agentproto.RegisterR
 	return &resp, nil
 }
 
-func (c *HTTPController) Lease(ctx context.Context, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error) {
+func (c *Client) Lease(ctx context.Context, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error) {
 	var resp agentproto.LeaseResponse
 	if err := c.post(ctx, agentproto.LeasePath, req, &resp); err != nil {
 		return nil, fmt.Errorf("lease: %w", err)
@@ -64,7 +68,7 @@ func (c *HTTPController) Lease(ctx context.Context, req *agentproto.LeaseRequest
 
 // Report posts ev. A 409 or 410 answer means the controller already has the
 // event or no longer wants it, and counts as acknowledged.
-func (c *HTTPController) Report(ctx context.Context, ev *agentproto.AttemptEvent) error {
+func (c *Client) Report(ctx context.Context, ev *agentproto.AttemptEvent) error {
 	var resp agentproto.EventResponse
 	err := c.post(ctx, agentproto.AttemptEventsURLPath(url.PathEscape(ev.AttemptID)), ev, &resp)
 	if se, ok := err.(*StatusError); ok && (se.StatusCode == http.StatusConflict || se.StatusCode == http.StatusGone) {
@@ -79,7 +83,7 @@ func (c *HTTPController) Report(ctx context.Context, ev *agentproto.AttemptEvent
 // maxResponseBytes bounds what the agent reads of one answer.
 const maxResponseBytes = 64 << 20
 
-func (c *HTTPController) post(ctx context.Context, path string, in, out any) error {
+func (c *Client) post(ctx context.Context, path string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return err

@@ -1,0 +1,127 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/fault"
+)
+
+// AgentController is the controller's side of agentproto as the agent
+// endpoints call it (fleet.Controller). Its errors are faults: their kind
+// chooses the status through statusOf, their code is the ErrorResponse code
+// a host acts on.
+type AgentController interface {
+	Register(ctx context.Context, token string, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error)
+	Lease(ctx context.Context, token string, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error)
+	Event(ctx context.Context, token, attemptID string, ev *agentproto.AttemptEvent) error
+}
+
+// AgentHandler serves agentproto's endpoints. They are not part of the
+// public API (/api/v1): hosts authenticate with their host token, never
+// with an account key, and errors use agentproto.ErrorResponse rather than
+// the public envelope. The status codes still come from statusOf.
+func AgentHandler(c AgentController, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &agentAPI{c: c, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+agentproto.RegisterPath, func(w http.ResponseWriter, r *http.Request) {
+		var req agentproto.RegisterRequest
+		if !a.decode(w, r, &req, 1<<20) {
+			return
+		}
+		resp, err := c.Register(r.Context(), hostToken(r), &req)
+		a.answer(w, r, resp, err)
+	})
+	mux.HandleFunc("POST "+agentproto.LeasePath, func(w http.ResponseWriter, r *http.Request) {
+		var req agentproto.LeaseRequest
+		if !a.decode(w, r, &req, 1<<20) {
+			return
+		}
+		resp, err := c.Lease(r.Context(), hostToken(r), &req)
+		a.answer(w, r, resp, err)
+	})
+	mux.HandleFunc("POST "+agentproto.AttemptEventsPath+"{id}/events", func(w http.ResponseWriter, r *http.Request) {
+		var ev agentproto.AttemptEvent
+		// A finished event carries the result file and 10 KB of output;
+		// the agent caps the result well below this.
+		if !a.decode(w, r, &ev, 64<<20) {
+			return
+		}
+		err := c.Event(r.Context(), hostToken(r), r.PathValue("id"), &ev)
+		a.answer(w, r, agentproto.EventResponse{}, err)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		a.writeError(w, r, fault.New(fault.KindNotFound, "not_found", "", "no agent endpoint %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+type agentAPI struct {
+	c   AgentController
+	log *slog.Logger
+}
+
+func hostToken(r *http.Request) string {
+	v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(v)
+}
+
+func (a *agentAPI) decode(w http.ResponseWriter, r *http.Request, into any, limit int64) bool {
+	if v := r.Header.Get(agentproto.VersionHeader); v != "" && !supportedVersion(v) {
+		a.writeError(w, r, fault.New(fault.KindUpgradeRequired, agentproto.CodeUnsupportedVersion, "",
+			"this controller speaks agent protocol %d to %d", agentproto.MinProtocolVersion, agentproto.ProtocolVersion))
+		return false
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit)).Decode(into); err != nil {
+		a.writeError(w, r, fault.New(fault.KindBadRequest, "bad_request", "", "malformed body: %v", err))
+		return false
+	}
+	return true
+}
+
+func (a *agentAPI) answer(w http.ResponseWriter, r *http.Request, v any, err error) {
+	switch {
+	case err == nil:
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The host hung up; nobody reads this answer.
+	default:
+		a.writeError(w, r, err)
+	}
+}
+
+// writeError answers err as an ErrorResponse. Like the public API's
+// writeError, a cause that is not a fault is logged and never shown.
+func (a *agentAPI) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	fe, ok := fault.As(err)
+	if !ok {
+		fe = &fault.Error{Kind: fault.KindInternal, Code: "internal", Message: "the controller failed; retry", Cause: err}
+	}
+	status := statusOf(fe.Kind)
+	if status >= 500 {
+		a.log.ErrorContext(r.Context(), "agent request failed", "path", r.URL.Path, "status", status, "err", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(agentproto.ErrorResponse{Code: fe.Code, Message: fe.Message})
+}
+
+// supportedVersion reports whether a version header names a version the
+// controller speaks.
+func supportedVersion(v string) bool {
+	n, err := strconv.Atoi(v)
+	return err == nil && agentproto.Supported(n)
+}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/billing"
-	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/store/storetest"
 )
 
 // TestMoneyInvariants runs a mixed workload through real gVisor hosts
@@ -21,7 +21,7 @@ import (
 // checks from the store that the money is exactly right.
 func TestMoneyInvariants(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { testMoneyInvariants(t, harnessOptions{}) })
-	t.Run("postgres", func(t *testing.T) { testMoneyInvariants(t, harnessOptions{store: apitest.OpenPostgres(t)}) })
+	t.Run("postgres", func(t *testing.T) { testMoneyInvariants(t, harnessOptions{store: storetest.OpenPostgres(t)}) })
 }
 
 func testMoneyInvariants(t *testing.T, opts harnessOptions) {

@@ -11,10 +11,10 @@ import (
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/agentproto"
-	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/store/storetest"
 )
 
 func agentCapacity(slots int) agentproto.Capacity {
@@ -25,7 +25,7 @@ func agentCapacity(slots int) agentproto.Capacity {
 // every outcome of the runner protocol, and what it does to tasks and jobs.
 func TestJobsInGVisor(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { testJobsInGVisor(t, harnessOptions{}) })
-	t.Run("postgres", func(t *testing.T) { testJobsInGVisor(t, harnessOptions{store: apitest.OpenPostgres(t)}) })
+	t.Run("postgres", func(t *testing.T) { testJobsInGVisor(t, harnessOptions{store: storetest.OpenPostgres(t)}) })
 }
 
 func testJobsInGVisor(t *testing.T, opts harnessOptions) {

@@ -21,7 +21,6 @@ import (
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/httpapi"
-	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/ociimage"
@@ -29,6 +28,7 @@ import (
 	"github.com/skiffhq/skiff/internal/sandbox/gvisor/gvisortest"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/store/storetest"
 	"github.com/skiffhq/skiff/internal/testlog"
 	"github.com/skiffhq/skiff/internal/wake"
 )
@@ -64,7 +64,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	driver := gvisortest.Driver(t, "skiff-fleet-test")
 	st := opts.store
 	if st == nil {
-		st = apitest.OpenSQLite(t)
+		st = storetest.OpenSQLite(t)
 	}
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -9,8 +9,8 @@ import (
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/fleet"
-	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/store/storetest"
 )
 
 // TestFreedSlotsRefillAtOnce runs a fan-out of more trivial tasks than the
@@ -22,7 +22,7 @@ import (
 func TestFreedSlotsRefillAtOnce(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { testFreedSlotsRefill(t, harnessOptions{heartbeat: 10 * time.Second}) })
 	t.Run("postgres", func(t *testing.T) {
-		testFreedSlotsRefill(t, harnessOptions{store: apitest.OpenPostgres(t), heartbeat: 10 * time.Second})
+		testFreedSlotsRefill(t, harnessOptions{store: storetest.OpenPostgres(t), heartbeat: 10 * time.Second})
 	})
 }
 

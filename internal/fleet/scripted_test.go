@@ -19,10 +19,10 @@ import (
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/httpapi"
-	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/store/storetest"
 	"github.com/skiffhq/skiff/internal/testlog"
 	"github.com/skiffhq/skiff/internal/wake"
 )
@@ -48,8 +48,8 @@ type scripted struct {
 const scriptedHeartbeat = 10 * time.Second
 
 func engines(t *testing.T, run func(t *testing.T, st store.Store)) {
-	t.Run("sqlite", func(t *testing.T) { run(t, apitest.OpenSQLite(t)) })
-	t.Run("postgres", func(t *testing.T) { run(t, apitest.OpenPostgres(t)) })
+	t.Run("sqlite", func(t *testing.T) { run(t, storetest.OpenSQLite(t)) })
+	t.Run("postgres", func(t *testing.T) { run(t, storetest.OpenPostgres(t)) })
 }
 
 func newScripted(t *testing.T, st store.Store) *scripted {

@@ -18,10 +18,10 @@ import (
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/httpapi"
-	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/store/storetest"
 	"github.com/skiffhq/skiff/internal/wake"
 )
 
@@ -34,7 +34,7 @@ import (
 func TestLostHostSweepSynctest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		st := apitest.OpenSQLite(t)
+		st := storetest.OpenSQLite(t)
 		hostWake := wake.New()
 		jobs := job.New(job.Config{Store: st, Clock: clock.System{}, Logger: slog.New(slog.DiscardHandler), Wake: hostWake})
 		const heartbeat, lostAfter, sweep = 10 * time.Second, 30 * time.Second, 5 * time.Second

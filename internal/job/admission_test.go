@@ -7,9 +7,9 @@ import (
 
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/fault"
-	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/store/storetest"
 )
 
 // TestConcurrentAdmissionNeverOverReserves submits many jobs at once
@@ -18,7 +18,7 @@ import (
 // nothing, and the holds never exceed the ledger.
 func TestConcurrentAdmissionNeverOverReserves(t *testing.T) {
 	for name, open := range map[string]func(testing.TB) store.Store{
-		"sqlite": apitest.OpenSQLite, "postgres": apitest.OpenPostgres,
+		"sqlite": storetest.OpenSQLite, "postgres": storetest.OpenPostgres,
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := setupOn(t, open(t), true)

@@ -9,8 +9,8 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fault"
-	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/store/storetest"
 )
 
 // TestConcurrentEditsNeverOverReserve re-prices many jobs at once against
@@ -19,7 +19,7 @@ import (
 // hold, and the holds never exceed the ledger.
 func TestConcurrentEditsNeverOverReserve(t *testing.T) {
 	for name, open := range map[string]func(testing.TB) store.Store{
-		"sqlite": apitest.OpenSQLite, "postgres": apitest.OpenPostgres,
+		"sqlite": storetest.OpenSQLite, "postgres": storetest.OpenPostgres,
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := setupOn(t, open(t), true)

@@ -28,6 +28,7 @@ var adapters = map[string]string{
 	"store/sqlite":    "a store engine",
 	"store/postgres":  "a store engine (and pgtest, its test server)",
 	"store/sqldb":     "the SQL both store engines share",
+	"store/storetest": "the conformance suite and the tests' store openers, which open the engines",
 	"layering":        "this test, which runs the go command",
 }
 

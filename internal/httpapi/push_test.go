@@ -449,18 +449,7 @@ func pushReq(t *testing.T, c *apitest.Client, name string, body []byte) *apitest
 
 func waitPushed(t *testing.T, c *apitest.Client, statusURL string) apiv1.PushRecord {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var rec apiv1.PushRecord
-		c.Get(t, statusURL).JSON(t, http.StatusOK, &rec)
-		if rec.Terminal {
-			return rec
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("push %s still %s; log:\n%s", rec.PushRef, rec.Status, rec.LogTail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return apitest.WaitPush(t, c, statusURL, 2*time.Minute, 100*time.Millisecond)
 }
 
 // streamPush sends body to the push endpoint as it is generated, without

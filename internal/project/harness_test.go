@@ -324,18 +324,7 @@ func pushAccepted(t testing.TB, c *apitest.Client, name string, body []byte) api
 // waitPush polls a push record until it is terminal.
 func waitPush(t testing.TB, c *apitest.Client, statusURL string, within time.Duration) apiv1.PushRecord {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		var rec apiv1.PushRecord
-		c.Get(t, statusURL).JSON(t, http.StatusOK, &rec)
-		if rec.Terminal {
-			return rec
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("push %s still %s after %s; log tail:\n%s", rec.PushRef, rec.Status, within, rec.LogTail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return apitest.WaitPush(t, c, statusURL, within, 100*time.Millisecond)
 }
 
 // waitStatus polls GET /status until ok accepts it.

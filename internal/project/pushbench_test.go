@@ -3,7 +3,6 @@ package project_test
 import (
 	"bytes"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,18 +144,7 @@ func builderTimings(t testing.TB, log, pushRef string) (total, bud, export float
 // to the time measured.
 func waitPushFast(t testing.TB, c *apitest.Client, statusURL string) apiv1.PushRecord {
 	t.Helper()
-	deadline := time.Now().Add(buildWithin)
-	for {
-		var rec apiv1.PushRecord
-		c.Get(t, statusURL).JSON(t, http.StatusOK, &rec)
-		if rec.Terminal {
-			return rec
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("push %s still %s after %s", rec.PushRef, rec.Status, buildWithin)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return apitest.WaitPush(t, c, statusURL, buildWithin, 10*time.Millisecond)
 }
 
 // captureBud watches /proc for the service's `buildah ... bud` process under

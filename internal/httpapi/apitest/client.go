@@ -7,6 +7,9 @@ import (
 	"mime"
 	"net/http"
 	"testing"
+	"time"
+
+	"github.com/skiffhq/skiff/apiv1"
 )
 
 // Check says what the contract must think of a request.
@@ -253,4 +256,22 @@ func truncate(b []byte) string {
 		return s[:max] + "...(truncated)"
 	}
 	return s
+}
+
+// WaitPush polls a push's status URL every poll until the push is terminal
+// and returns its record; past within the test fails with the log tail.
+func WaitPush(t testing.TB, c *Client, statusURL string, within, poll time.Duration) apiv1.PushRecord {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var rec apiv1.PushRecord
+		c.Get(t, statusURL).JSON(t, http.StatusOK, &rec)
+		if rec.Terminal {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("push %s still %s after %s; log tail:\n%s", rec.PushRef, rec.Status, within, rec.LogTail)
+		}
+		time.Sleep(poll)
+	}
 }

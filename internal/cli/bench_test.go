@@ -76,8 +76,14 @@ func TestBenchRunner(t *testing.T) {
 			switch {
 			case tc.code != 0 && err == nil:
 				t.Errorf("got result %q after a failure, want none", b)
-			case tc.code == 0 && (err != nil || strings.TrimSpace(string(b)) != `{"ok":true}`):
-				t.Errorf("got result %q (%v), want {\"ok\":true}", b, err)
+			case tc.code == 0:
+				var r struct {
+					OK      bool  `json:"ok"`
+					Started int64 `json:"started_unix_nano"`
+				}
+				if err != nil || json.Unmarshal(b, &r) != nil || !r.OK || r.Started <= 0 {
+					t.Errorf("got result %q (%v), want {\"ok\":true} with the runner's start time", b, err)
+				}
 			}
 		})
 	}

@@ -25,6 +25,7 @@ var adapters = map[string]string{
 	"httpapi":         "the HTTP adapter of the public API and of agentproto's controller side",
 	"agent/agenthttp": "the host's HTTP client of agentproto (agent.Controller over HTTP)",
 	"pricefeed":       "polls the operator's HTTP price feed for billing",
+	"bench":           "skiff bench's harness: an HTTP client of the API and bare runsc runs",
 	"store/sqlite":    "a store engine",
 	"store/postgres":  "a store engine (and pgtest, its test server)",
 	"store/sqldb":     "the SQL both store engines share",

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"archive/tar"
@@ -317,13 +317,13 @@ type latencySamples struct {
 // latencyRounds runs warm-up and timed rounds of one service job, one bare
 // runsc run and one driver run each, interleaved so that drift in the
 // machine's load reaches all three alike.
-func latencyRounds(ctx context.Context, c *benchClient, sb *benchSandbox, f *benchFlags, progress func(string, ...any)) (*latencySamples, error) {
+func latencyRounds(ctx context.Context, c *benchClient, sb *benchSandbox, f *Config, progress func(string, ...any)) (*latencySamples, error) {
 	var s latencySamples
-	total := f.warmup + f.jobs
-	progress("latency: %d warm-up and %d timed rounds of service job, bare runsc run, host driver run", f.warmup, f.jobs)
+	total := f.Warmup + f.Jobs
+	progress("latency: %d warm-up and %d timed rounds of service job, bare runsc run, host driver run", f.Warmup, f.Jobs)
 	last := time.Now()
 	for i := range total {
-		jt, err := c.runJob(ctx, i, f.poll)
+		jt, err := c.runJob(ctx, i, f.Poll)
 		if err != nil {
 			return nil, err
 		}
@@ -335,7 +335,7 @@ func latencyRounds(ctx context.Context, c *benchClient, sb *benchSandbox, f *ben
 		if err != nil {
 			return nil, err
 		}
-		if i < f.warmup {
+		if i < f.Warmup {
 			continue
 		}
 		s.service, s.seen = append(s.service, jt.completed), append(s.seen, jt.seen)
@@ -346,7 +346,7 @@ func latencyRounds(ctx context.Context, c *benchClient, sb *benchSandbox, f *ben
 			s.queue, s.prepare, s.run = append(s.queue, jt.queue), append(s.prepare, jt.prepare), append(s.run, jt.run)
 		}
 		if time.Since(last) > 5*time.Second || i == total-1 {
-			progress("latency: %d/%d rounds", i+1-f.warmup, f.jobs)
+			progress("latency: %d/%d rounds", i+1-f.Warmup, f.Jobs)
 			last = time.Now()
 		}
 	}
@@ -369,13 +369,13 @@ type throughputResult struct {
 	ClientCPUUSPerJob float64 `json:"client_cpu_us_per_job"`
 }
 
-// throughput submits f.submissions jobs from f.clients concurrent clients
+// throughput submits f.Submissions jobs from f.Clients concurrent clients
 // after a warm-up. Any failed submission fails the phase: a rate of
 // refusals is not a rate of admissions.
-func throughput(ctx context.Context, c *benchClient, serverPid int, f *benchFlags, progress func(string, ...any)) (*throughputResult, error) {
-	warm := min(f.submissions/10, 200)
-	progress("throughput: %d clients, %d warm-up and %d timed submissions", f.clients, warm, f.submissions)
-	if _, _, _, err := submitMany(ctx, c, f.clients, warm); err != nil {
+func throughput(ctx context.Context, c *benchClient, serverPid int, f *Config, progress func(string, ...any)) (*throughputResult, error) {
+	warm := min(f.Submissions/10, 200)
+	progress("throughput: %d clients, %d warm-up and %d timed submissions", f.Clients, warm, f.Submissions)
+	if _, _, _, err := submitMany(ctx, c, f.Clients, warm); err != nil {
 		return nil, err
 	}
 	serverCPU0, err := processCPU(serverPid)
@@ -383,7 +383,7 @@ func throughput(ctx context.Context, c *benchClient, serverPid int, f *benchFlag
 		return nil, err
 	}
 	selfCPU0 := selfCPU()
-	lats, ends, elapsed, err := submitMany(ctx, c, f.clients, f.submissions)
+	lats, ends, elapsed, err := submitMany(ctx, c, f.Clients, f.Submissions)
 	if err != nil {
 		return nil, err
 	}
@@ -392,10 +392,10 @@ func throughput(ctx context.Context, c *benchClient, serverPid int, f *benchFlag
 		return nil, err
 	}
 	selfCPU1 := selfCPU()
-	n := float64(f.submissions)
+	n := float64(f.Submissions)
 	perJob := func(d time.Duration) float64 { return round1(float64(d) / float64(time.Microsecond) / n) }
 	return &throughputResult{
-		Clients: f.clients, Submissions: f.submissions, Seconds: math.Round(elapsed.Seconds()*1000) / 1000,
+		Clients: f.Clients, Submissions: f.Submissions, Seconds: math.Round(elapsed.Seconds()*1000) / 1000,
 		JobsPerS: round1(n / elapsed.Seconds()), Latency: summarize(lats),
 		QuarterJobsPerS:   quarterRates(ends),
 		ServerCPUUSPerJob: perJob(serverCPU1 - serverCPU0), ClientCPUUSPerJob: perJob(selfCPU1 - selfCPU0),

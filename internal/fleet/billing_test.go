@@ -11,7 +11,6 @@ import (
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 	"github.com/skiffhq/skiff/internal/store"
-	"github.com/skiffhq/skiff/internal/store/storetest"
 )
 
 // TestMoneyInvariants runs a mixed workload through real gVisor hosts
@@ -20,8 +19,7 @@ import (
 // dependency, and a controller restart under a running attempt), then
 // checks from the store that the money is exactly right.
 func TestMoneyInvariants(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { testMoneyInvariants(t, harnessOptions{}) })
-	t.Run("postgres", func(t *testing.T) { testMoneyInvariants(t, harnessOptions{store: storetest.OpenPostgres(t)}) })
+	engines(t, func(t *testing.T, st store.Store) { testMoneyInvariants(t, harnessOptions{store: st}) })
 }
 
 func testMoneyInvariants(t *testing.T, opts harnessOptions) {

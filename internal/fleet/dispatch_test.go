@@ -14,7 +14,6 @@ import (
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 	"github.com/skiffhq/skiff/internal/store"
-	"github.com/skiffhq/skiff/internal/store/storetest"
 )
 
 func agentCapacity(slots int) agentproto.Capacity {
@@ -24,8 +23,7 @@ func agentCapacity(slots int) agentproto.Capacity {
 // TestJobsInGVisor runs real jobs through the controller and a gVisor host:
 // every outcome of the runner protocol, and what it does to tasks and jobs.
 func TestJobsInGVisor(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { testJobsInGVisor(t, harnessOptions{}) })
-	t.Run("postgres", func(t *testing.T) { testJobsInGVisor(t, harnessOptions{store: storetest.OpenPostgres(t)}) })
+	engines(t, func(t *testing.T, st store.Store) { testJobsInGVisor(t, harnessOptions{store: st}) })
 }
 
 func testJobsInGVisor(t *testing.T, opts harnessOptions) {

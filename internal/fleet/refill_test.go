@@ -10,7 +10,6 @@ import (
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/store"
-	"github.com/skiffhq/skiff/internal/store/storetest"
 )
 
 // TestFreedSlotsRefillAtOnce runs a fan-out of more trivial tasks than the
@@ -20,9 +19,8 @@ import (
 // room (the free capacity of its outstanding long poll being stale) would
 // show gaps of a whole lease interval here: 8-10 s.
 func TestFreedSlotsRefillAtOnce(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { testFreedSlotsRefill(t, harnessOptions{heartbeat: 10 * time.Second}) })
-	t.Run("postgres", func(t *testing.T) {
-		testFreedSlotsRefill(t, harnessOptions{store: storetest.OpenPostgres(t), heartbeat: 10 * time.Second})
+	engines(t, func(t *testing.T, st store.Store) {
+		testFreedSlotsRefill(t, harnessOptions{store: st, heartbeat: 10 * time.Second})
 	})
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/store/storetest"
+	"github.com/skiffhq/skiff/internal/testenv"
 	"github.com/skiffhq/skiff/internal/testlog"
 	"github.com/skiffhq/skiff/internal/wake"
 )
@@ -47,9 +48,18 @@ type scripted struct {
 
 const scriptedHeartbeat = 10 * time.Second
 
+// engines runs run once per store engine (storetest.Engines), each on a
+// fresh store; an engine that cannot run here is skipped, which fails
+// under SKIFF_TEST_REQUIRE_ALL=1.
 func engines(t *testing.T, run func(t *testing.T, st store.Store)) {
-	t.Run("sqlite", func(t *testing.T) { run(t, storetest.OpenSQLite(t)) })
-	t.Run("postgres", func(t *testing.T) { run(t, storetest.OpenPostgres(t)) })
+	for _, eng := range storetest.Engines() {
+		t.Run(eng.Name, func(t *testing.T) {
+			if eng.Skip != "" {
+				testenv.Skip(t, eng.Skip)
+			}
+			run(t, eng.Open(t))
+		})
+	}
 }
 
 func newScripted(t *testing.T, st store.Store) *scripted {

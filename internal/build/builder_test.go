@@ -240,7 +240,7 @@ RUN ["/usr/local/bin/runner", "sleep", "600"]
 		if took := time.Since(start); took > 30*time.Second {
 			t.Errorf("Build took %s to give up, want a few seconds", took)
 		}
-		wantNothingLeft(t, dataDir)
+		buildtest.WantNothingLeft(t, dataDir)
 	})
 
 	t.Run("shutdown", func(t *testing.T) {
@@ -250,36 +250,8 @@ RUN ["/usr/local/bin/runner", "sleep", "600"]
 		if _, ok := build.AsUserError(err); ok || !errors.Is(err, context.Canceled) {
 			t.Fatalf("got %v, want an infrastructure error wrapping context.Canceled", err)
 		}
-		wantNothingLeft(t, dataDir)
+		buildtest.WantNothingLeft(t, dataDir)
 	})
-}
-
-// wantNothingLeft fails when a process still mentions dataDir (buildah, its
-// runtime wrapper, runsc's sandbox or gofer) or a build is still mounted.
-func wantNothingLeft(t *testing.T, dataDir string) {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if args := strings.ReplaceAll(string(cmdline), "\x00", " "); strings.Contains(args, dataDir) {
-			t.Errorf("process %s is still running: %s", e.Name(), args)
-		}
-	}
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(mounts), "\n") {
-		if strings.Contains(line, dataDir) && strings.Contains(line, "/merged") {
-			t.Errorf("a working container is still mounted: %s", line)
-		}
-	}
 }
 
 func TestBuildRealisticPythonProject(t *testing.T) {

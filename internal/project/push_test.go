@@ -360,7 +360,7 @@ func TestPushBuildFailuresKeepPreviousRevision(t *testing.T) {
 				if took > time.Duration(tc.timeoutS)*time.Second+45*time.Second {
 					t.Errorf("the build ran %s past a %ds timeout before failing", took, tc.timeoutS)
 				}
-				wantNoBuildProcesses(t, ts.DataDir)
+				buildtest.WantNothingLeft(t, ts.DataDir)
 			}
 
 			rd := status(t, c, "app")
@@ -451,7 +451,7 @@ func TestPushResumesAfterRestart(t *testing.T) {
 	if pu.Status != store.PushBuilding || pu.Attempts != 1 {
 		t.Fatalf("after shutdown: got status %s, attempts %d; want building, 1 (left for the next start)", pu.Status, pu.Attempts)
 	}
-	wantNoBuildProcesses(t, dataDir)
+	buildtest.WantNothingLeft(t, dataDir)
 	if left := pushDirs(t, dataDir); !slices.Equal(left, []string{acc.PushRef}) {
 		t.Fatalf("after shutdown: got %v under pushes/, want the interrupted push's context kept", left)
 	}

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/clock"
@@ -45,6 +46,9 @@ type Service struct {
 	clock clock.Clock
 	log   *slog.Logger
 	fac   Facilitator
+
+	mu    sync.Mutex
+	locks map[string]*quoteLock
 }
 
 // NewService returns the payment service; fac nil means the HTTP client
@@ -54,7 +58,7 @@ func NewService(cfg Config, s store.Store, c clock.Clock, log *slog.Logger, fac 
 	if fac == nil && cfg.FacilitatorURL != "" {
 		fac = NewFacilitatorClient(cfg.FacilitatorURL, cfg.FacilitatorHeaders, cfg.FacilitatorTimeout)
 	}
-	return &Service{cfg: cfg, store: s, clock: c, log: log, fac: fac}
+	return &Service{cfg: cfg, store: s, clock: c, log: log, fac: fac, locks: map[string]*quoteLock{}}
 }
 
 // Enabled reports whether payments are configured.
@@ -309,6 +313,11 @@ func (s *Service) Pay(ctx context.Context, p PayParams) (*Paid, error) {
 		}
 		return nil, &NoCredential{Quote: q}
 	}
+	// Requests for one quote take turns in this process, so that a twin
+	// finds its sibling's settlement finished and answers a replay. Across
+	// controllers the store's unique indexes and guarded updates decide.
+	unlock := s.lockQuote(q.ID)
+	defer unlock()
 	key := cred.key()
 	live, err := s.store.SettlementGetLive(ctx, q.ID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -323,44 +332,78 @@ func (s *Service) Pay(ctx context.Context, p PayParams) (*Paid, error) {
 	if err := s.payable(q); err != nil {
 		return nil, err
 	}
-	if live != nil && live.CredentialKey != key {
-		return nil, fault.Conflict("settlement_in_progress", "Retry with the credential already being settled, or wait for it to finish.",
-			"quote %s is being settled with another credential", q.ID)
+	if live != nil {
+		if live.CredentialKey != key {
+			return nil, fault.Conflict("settlement_in_progress", "Retry with the credential already being settled, or wait for it to finish.",
+				"quote %s is being settled with another credential", q.ID)
+		}
+		// The same credential again after an outage: settle what was
+		// recorded (the facilitator re-verifies).
+		return s.settle(ctx, q, live)
 	}
 	if err := s.check(q, cred); err != nil {
 		return nil, err
 	}
-	if live == nil {
-		// A new credential: ask the facilitator whether it is valid before
-		// recording the intent; a refusal leaves the quote payable.
-		req := s.facilitatorRequest(q, cred)
-		v, err := s.fac.Verify(ctx, req)
+	// Record the intent before the facilitator hears of the payment.
+	req := s.facilitatorRequest(q, cred)
+	reqJSON, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	st := &store.Settlement{ID: id.New("stl_"), QuoteID: q.ID, AccountID: q.AccountID, Protocol: cred.protocol,
+		Payer: cred.auth.From.Hex(), Nonce: "0x" + hex.EncodeToString(cred.auth.Nonce[:]), CredentialKey: key,
+		Request: reqJSON, CreatedAt: s.clock.Now()}
+	if err := s.store.SettlementCreate(ctx, st); err != nil {
+		if !errors.Is(err, store.ErrConflict) {
+			return nil, fmt.Errorf("record settlement intent: %w", err)
+		}
+		if live, lerr := s.store.SettlementGetLive(ctx, q.ID); lerr == nil && live.CredentialKey == key {
+			// Another controller recorded the same credential first.
+			return s.settle(ctx, q, live)
+		}
+		return nil, invalid("nonce_already_used", "this authorization (payer and nonce) was already used for another payment")
+	}
+	v, err := s.fac.Verify(ctx, req)
+	if err != nil || !v.IsValid {
+		// Nothing was settled: give the quote back to other credentials.
+		if _, ferr := s.store.SettlementFinish(ctx, &store.SettlementFinishParams{ID: st.ID, Status: store.SettlementFailed,
+			Response: []byte("{}"), Now: s.clock.Now()}); ferr != nil {
+			return nil, fmt.Errorf("record refused settlement: %w", ferr)
+		}
 		if err != nil {
 			return nil, unavailable(err)
 		}
-		if !v.IsValid {
-			return nil, &Declined{Quote: q, Reason: reasonOf(v.InvalidReason, v.InvalidMessage),
-				Response: &SettleResponse{Success: false, ErrorReason: v.InvalidReason, ErrorMessage: v.InvalidMessage,
-					Payer: v.Payer, Network: s.cfg.Network}}
-		}
-		reqJSON, _ := json.Marshal(req)
-		st := &store.Settlement{ID: id.New("stl_"), QuoteID: q.ID, AccountID: q.AccountID, Protocol: cred.protocol,
-			Payer: cred.auth.From.Hex(), Nonce: "0x" + hex.EncodeToString(cred.auth.Nonce[:]), CredentialKey: key,
-			Request: reqJSON, CreatedAt: s.clock.Now()}
-		if err := s.store.SettlementCreate(ctx, st); err != nil {
-			if !errors.Is(err, store.ErrConflict) {
-				return nil, fmt.Errorf("record settlement intent: %w", err)
-			}
-			// A twin request recorded it first, or the authorization is
-			// already spent on another quote.
-			if live, err = s.store.SettlementGetLive(ctx, q.ID); err != nil || live.CredentialKey != key {
-				return nil, invalid("nonce_already_used", "this authorization (payer and nonce) was already used for another payment")
-			}
-		} else {
-			live = st
-		}
+		return nil, &Declined{Quote: q, Reason: reasonOf(v.InvalidReason, v.InvalidMessage),
+			Response: &SettleResponse{Success: false, ErrorReason: v.InvalidReason, ErrorMessage: v.InvalidMessage,
+				Payer: v.Payer, Network: s.cfg.Network}}
 	}
-	return s.settle(ctx, q, live)
+	return s.settle(ctx, q, st)
+}
+
+// lockQuote serialises this process's requests for one quote.
+func (s *Service) lockQuote(quoteID string) func() {
+	s.mu.Lock()
+	l := s.locks[quoteID]
+	if l == nil {
+		l = &quoteLock{}
+		s.locks[quoteID] = l
+	}
+	l.users++
+	s.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(s.locks, quoteID)
+		}
+		s.mu.Unlock()
+	}
+}
+
+type quoteLock struct {
+	mu    sync.Mutex
+	users int
 }
 
 func reasonOf(code, msg string) string {
@@ -492,17 +535,17 @@ func (s *Service) settle(ctx context.Context, q *store.Quote, st *store.Settleme
 		return nil, unavailable(err)
 	}
 	if !res.Success {
-		fin, ferr := s.store.SettlementFinish(ctx, &store.SettlementFinishParams{ID: st.ID, Status: store.SettlementFailed,
+		_, ferr := s.store.SettlementFinish(ctx, &store.SettlementFinishParams{ID: st.ID, Status: store.SettlementFailed,
 			Response: raw, Now: s.clock.Now()})
 		if errors.Is(ferr, store.ErrConflict) {
-			// A twin settled it meanwhile.
-			if live, err := s.store.SettlementGetLive(ctx, q.ID); err == nil && live.Status == store.SettlementSettled {
-				return s.paid(live, q, live.CredentialKey != st.CredentialKey), nil
+			// Another controller settled it meanwhile.
+			if live, err := s.store.SettlementGetLive(ctx, q.ID); err == nil && live.Status == store.SettlementSettled &&
+				live.CredentialKey == st.CredentialKey {
+				return s.paid(live, q, true), nil
 			}
 		} else if ferr != nil {
 			return nil, fmt.Errorf("record declined settlement: %w", ferr)
 		}
-		_ = fin
 		return nil, &Declined{Quote: q, Response: res, Reason: reasonOf(res.ErrorReason, res.ErrorMessage)}
 	}
 	return s.credit(ctx, st, res, raw)

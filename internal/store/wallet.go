@@ -117,8 +117,8 @@ type PaymentStore interface {
 	// SettlementGetLive is the quote's pending or settled settlement;
 	// ErrNotFound when none.
 	SettlementGetLive(ctx context.Context, quoteID string) (*Settlement, error)
-	// SettlementFinish ends a pending settlement; ErrConflict when it is no
-	// longer pending.
+	// SettlementFinish ends a pending settlement (or turns a failed one
+	// settled: the facilitator's success wins); ErrConflict otherwise.
 	SettlementFinish(ctx context.Context, p *SettlementFinishParams) (*Settlement, error)
 	// SettlementListPending lists pending settlements, oldest first.
 	SettlementListPending(ctx context.Context, limit int) ([]*Settlement, error)

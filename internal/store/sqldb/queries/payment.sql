@@ -18,7 +18,9 @@ FROM payment_settlements WHERE quote_id = $1 AND status <> 'failed';
 
 -- name: SettlementFinish
 UPDATE payment_settlements SET status = $2, response = $3, transaction_hash = $4, ledger_entry_id = $5, updated_at = $6
-WHERE id = $1 AND status = 'pending'
+-- A settlement the facilitator reports settled is credited even if it was
+-- marked failed meanwhile (a twin's refusal): money that moved wins.
+WHERE id = $1 AND (status = 'pending' OR (status = 'failed' AND $2 = 'settled'))
 RETURNING id, quote_id, account_id, protocol, status, payer, nonce, credential_key, request, response, transaction_hash,
     ledger_entry_id, created_at, updated_at;
 

@@ -444,24 +444,26 @@ func TestPayBadInput(t *testing.T) {
 			header string
 			code   string
 		}{
-			"malformed base64":  {"%%%not-base64", "invalid_payment_payload"},
-			"url-safe base64":   {strings.NewReplacer("+", "-", "/", "_").Replace(good) + "-_", "invalid_payment_payload"},
-			"truncated json":    {base64.StdEncoding.EncodeToString(b[:len(b)/2]), "invalid_payment_payload"},
-			"oversize":          {strings.Repeat("A", payment.MaxHeaderBytes+8), "invalid_payment_payload"},
-			"wrong chain":       {mutate(func(pp *payment.PaymentPayload) { pp.Accepted.Network = "eip155:1" }), "network_mismatch"},
-			"wrong payee":       {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.To = testAsset }), "payee_mismatch"},
-			"wrong asset":       {mutate(func(pp *payment.PaymentPayload) { pp.Accepted.Asset = testPayTo }), "asset_mismatch"},
-			"tampered amount":   {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.Value = "300000000" }), "amount_mismatch"},
-			"accepted amount":   {mutate(func(pp *payment.PaymentPayload) { pp.Accepted.Amount = "1" }), "amount_mismatch"},
-			"expired auth":      {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.ValidBefore = "1000" }), "authorization_expired"},
-			"not yet valid":     {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.ValidAfter = "99999999999" }), "authorization_not_yet_valid"},
-			"high-s signature":  {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Signature = highS }), "invalid_signature"},
-			"other signer":      {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.From = testPayTo }), "invalid_signature"},
-			"bad nonce":         {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.Nonce = "0x12" }), "invalid_payment_payload"},
-			"changed nonce":     {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.Nonce = "0x" + hex.EncodeToString(usedNonce[:]) }), "invalid_signature"},
-			"x402 version one":  {mutate(func(pp *payment.PaymentPayload) { pp.X402Version = 1 }), "invalid_payment_payload"},
-			"malformed mpp":     {"", "malformed_mpp_credential"},
-			"mpp truncated":     {"", "malformed_mpp_credential"},
+			"malformed base64": {"%%%not-base64", "invalid_payment_payload"},
+			"url-safe base64":  {strings.NewReplacer("+", "-", "/", "_").Replace(good) + "-_", "invalid_payment_payload"},
+			"truncated json":   {base64.StdEncoding.EncodeToString(b[:len(b)/2]), "invalid_payment_payload"},
+			"oversize":         {strings.Repeat("A", payment.MaxHeaderBytes+8), "invalid_payment_payload"},
+			"wrong chain":      {mutate(func(pp *payment.PaymentPayload) { pp.Accepted.Network = "eip155:1" }), "network_mismatch"},
+			"wrong payee":      {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.To = testAsset }), "payee_mismatch"},
+			"wrong asset":      {mutate(func(pp *payment.PaymentPayload) { pp.Accepted.Asset = testPayTo }), "asset_mismatch"},
+			"tampered amount":  {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.Value = "300000000" }), "amount_mismatch"},
+			"accepted amount":  {mutate(func(pp *payment.PaymentPayload) { pp.Accepted.Amount = "1" }), "amount_mismatch"},
+			"expired auth":     {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.ValidBefore = "1000" }), "authorization_expired"},
+			"not yet valid":    {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.ValidAfter = "99999999999" }), "authorization_not_yet_valid"},
+			"high-s signature": {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Signature = highS }), "invalid_signature"},
+			"other signer":     {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.From = testPayTo }), "invalid_signature"},
+			"bad nonce":        {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.Nonce = "0x12" }), "invalid_payment_payload"},
+			"changed nonce": {mutate(func(pp *payment.PaymentPayload) {
+				pp.Payload.Authorization.Nonce = "0x" + hex.EncodeToString(usedNonce[:])
+			}), "invalid_signature"},
+			"x402 version one": {mutate(func(pp *payment.PaymentPayload) { pp.X402Version = 1 }), "invalid_payment_payload"},
+			"malformed mpp":    {"", "malformed_mpp_credential"},
+			"mpp truncated":    {"", "malformed_mpp_credential"},
 		} {
 			t.Run(name, func(t *testing.T) {
 				var r *apitest.Response

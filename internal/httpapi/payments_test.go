@@ -36,13 +36,16 @@ type facilitator struct {
 	mu      sync.Mutex
 	down    bool
 	decline string
-	settled map[string]bool // payer|nonce
-	verifys int
-	settles int
+	// dropSettle executes a settlement and then answers 502 without a
+	// result, as when the answer is lost or the server dies meanwhile.
+	dropSettle bool
+	settled    map[string]string // payer|nonce -> signature|transaction
+	verifys    int
+	settles    int
 }
 
 func newFacilitator(t testing.TB) *facilitator {
-	f := &facilitator{t: t, settled: map[string]bool{}}
+	f := &facilitator{t: t, settled: map[string]string{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -91,13 +94,15 @@ func (f *facilitator) serve(w http.ResponseWriter, r *http.Request) {
 	sigErr := d.VerifyAuthorization(&payment.Authorization{From: from, To: to, Value: value, ValidAfter: va, ValidBefore: vb, Nonce: nonce},
 		req.PaymentPayload.Payload.Signature)
 	key := strings.ToLower(a.From + "|" + a.Nonce)
+	sig := req.PaymentPayload.Payload.Signature
+	prev, done := f.settled[key]
 	reason := f.decline
 	switch {
 	case sigErr != nil:
 		reason = "invalid_exact_evm_signature"
 	case a.Value != req.PaymentRequirements.Amount:
 		reason = "invalid_exact_evm_authorization_value_mismatch"
-	case f.settled[key]:
+	case done && (r.URL.Path == "/verify" || !strings.HasPrefix(prev, sig+"|")):
 		reason = "invalid_exact_evm_nonce_already_used"
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -112,10 +117,20 @@ func (f *facilitator) serve(w http.ResponseWriter, r *http.Request) {
 				"network": req.PaymentRequirements.Network, "payer": a.From})
 			return
 		}
-		f.settled[key] = true
-		tx := make([]byte, 32)
-		_, _ = rand.Read(tx)
-		_ = json.NewEncoder(w).Encode(map[string]any{"success": true, "transaction": "0x" + hex.EncodeToString(tx),
+		// A repeated settle of a settled payload answers its transaction
+		// (what @x402/evm 2.27's pending-settlement store does).
+		tx := strings.TrimPrefix(prev, sig+"|")
+		if !done {
+			b := make([]byte, 32)
+			_, _ = rand.Read(b)
+			tx = "0x" + hex.EncodeToString(b)
+			f.settled[key] = sig + "|" + tx
+		}
+		if f.dropSettle {
+			http.Error(w, "bad gateway", http.StatusBadGateway)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"success": true, "transaction": tx,
 			"network": req.PaymentRequirements.Network, "payer": a.From, "amount": a.Value})
 	default:
 		http.NotFound(w, r)
@@ -593,6 +608,49 @@ func TestPayConcurrentIdenticalRequests(t *testing.T) {
 		}
 		if bal := balanceAgrees(t, p.c); bal.LedgerBalanceUSD != 6_000_000 {
 			t.Errorf("balance: got %+v, want 6", bal)
+		}
+	})
+}
+
+// Settled by the facilitator but not credited (the answer lost, or the
+// server killed in between): the recorded intent is finished on start, once,
+// and the payer's retry answers a replay.
+func TestPayReconcileAfterLostSettle(t *testing.T) {
+	forEngine(t, func(t *testing.T, eng apitest.Engine) {
+		p := startPayEnv(t, eng)
+		tr, _ := p.topup(t, 7)
+		cred := p.mppCredential(t, tr)
+		p.fac.set(func(f *facilitator) { f.dropSettle = true })
+		p.payMPP(t, payPath(tr.Quote.ID), cred).Fail(t, http.StatusServiceUnavailable)
+		if bal := balanceAgrees(t, p.c); bal.LedgerBalanceUSD != 0 {
+			t.Fatalf("credited before the settle answered: %+v", bal)
+		}
+		// Another credential cannot take the quote meanwhile.
+		p.payX402(t, tr.Quote.ID, p.x402Header(t, tr.PaymentRequired)).Fail(t, http.StatusConflict)
+		p.fac.set(func(f *facilitator) { f.dropSettle = false })
+		// What the server runs at start.
+		for range 2 {
+			if _, _, err := p.e.Payments.Reconcile(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if led := ledgerOf(t, p.c, "?entry_type=mpp_topup"); led.Total != 1 || led.Entries[0].AmountUSD != 7_000_000 {
+			t.Errorf("ledger after reconcile: got %+v, want one mpp_topup of 7", led)
+		}
+		var rep apiv1.SettleResponse
+		p.payMPP(t, payPath(tr.Quote.ID), cred).JSON(t, http.StatusOK, &rep)
+		if !rep.Replay || rep.Quote.Status != "paid" || rep.Balance.LedgerBalanceUSD != 7_000_000 {
+			t.Errorf("retry after reconcile: got %+v", rep)
+		}
+		// Without a restart, the payer's own retry finishes it too.
+		tr2, _ := p.topup(t, 1)
+		cred2 := p.mppCredential(t, tr2)
+		p.fac.set(func(f *facilitator) { f.dropSettle = true })
+		p.payMPP(t, payPath(tr2.Quote.ID), cred2).Fail(t, http.StatusServiceUnavailable)
+		p.fac.set(func(f *facilitator) { f.dropSettle = false })
+		p.payMPP(t, payPath(tr2.Quote.ID), cred2).Want(t, http.StatusCreated)
+		if bal := balanceAgrees(t, p.c); bal.LedgerBalanceUSD != 8_000_000 {
+			t.Errorf("balance: got %+v, want 8", bal)
 		}
 	})
 }

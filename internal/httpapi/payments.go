@@ -147,3 +147,28 @@ func (s *Server) pay(w http.ResponseWriter, r *http.Request, pp payment.PayParam
 	})
 	return nil
 }
+
+// payable adds both payment challenges to a 402 that carries a quote (the
+// shortfall of a job submit, a requirements edit or a project init), so
+// that x402 and MPP clients can pay it and resend the same request.
+func (s *Server) payable(w http.ResponseWriter, err error) error {
+	fe, ok := fault.As(err)
+	if !ok || fe.Kind != fault.KindPaymentRequired || !s.payments.Enabled() {
+		return err
+	}
+	qv, ok := fe.Details["quote"].(apiv1.Quote)
+	if !ok || qv.Status != "open" {
+		return err
+	}
+	q := &store.Quote{ID: qv.ID, QuoteType: qv.QuoteType, Status: qv.Status, AmountMicros: int64(qv.AmountUSD),
+		Description: qv.Description, ExpiresAt: qv.ExpiresAt}
+	c := s.payments.ChallengesFor(q, fe.Message)
+	w.Header().Set(payment.HeaderPaymentRequired, payment.EncodeStd(c.PaymentRequired))
+	w.Header().Add("WWW-Authenticate", c.MPP.WWWAuthenticate())
+	out := *fe
+	out.Fields = map[string]any{"payment_required": c.PaymentRequired, "mpp": c.MPPView}
+	for k, v := range fe.Fields {
+		out.Fields[k] = v
+	}
+	return &out
+}

@@ -654,3 +654,46 @@ func TestPayReconcileAfterLostSettle(t *testing.T) {
 		}
 	})
 }
+
+// A job submit's shortfall quote carries both challenges; paid, the same
+// request (same Idempotency-Key) is admitted.
+func TestShortfallPaidThenResent(t *testing.T) {
+	forEngine(t, func(t *testing.T, eng apitest.Engine) {
+		p := startPayEnv(t, eng)
+		_, c := fundedAccount(t, p.e, "poor", "thin", 10_000) // 0.01 USD; the job holds 0.03375
+		body := []byte(`{"project": "thin", "runner_command": ["/r"]}`)
+		key := http.Header{"Idempotency-Key": {"order-8"}}
+		send := func() *apitest.Response {
+			return c.Do(t, apitest.Request{Method: "POST", Path: "/api/v1/jobs", Body: body, Header: key})
+		}
+		r := send()
+		env := r.Fail(t, http.StatusPaymentRequired)
+		var tr topupResponse
+		if err := json.Unmarshal(r.Body, &tr); err != nil {
+			t.Fatal(err)
+		}
+		quote, _ := env.Details["quote"].(map[string]any)
+		if env.Code != "insufficient_balance" || quote["quote_type"] != "job_shortfall" || tr.MPP.ID != quote["id"] ||
+			tr.PaymentRequired.Accepts[0].Amount != "23750" || r.Header.Get("PAYMENT-REQUIRED") == "" ||
+			!strings.Contains(r.Header.Get("WWW-Authenticate"), `id="`+tr.MPP.ID+`"`) {
+			t.Fatalf("shortfall 402: got %s", r.Body)
+		}
+		tr.Quote.ID = tr.MPP.ID
+		var paid apiv1.SettleResponse
+		p.payMPP(t, payPath(tr.MPP.ID), p.mppCredential(t, tr)).JSON(t, http.StatusCreated, &paid)
+		if paid.Quote.QuoteType != "job_shortfall" || paid.Quote.Status != "paid" || paid.Balance.LedgerBalanceUSD != 33_750 {
+			t.Errorf("paid shortfall: got %+v", paid)
+		}
+		var job apiv1.Job
+		send().JSON(t, http.StatusCreated, &job)
+		var again apiv1.Job
+		r = send()
+		r.JSON(t, http.StatusCreated, &again)
+		if again.ID != job.ID || r.Header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("resend: got %s (replayed %q), want %s", again.ID, r.Header.Get("Idempotent-Replayed"), job.ID)
+		}
+		if bal := balanceAgrees(t, c); bal.HeldUSD != defaultRateMicros || bal.AvailableUSD != 0 {
+			t.Errorf("balance: got %+v, want the job's hold of all of it", bal)
+		}
+	})
+}

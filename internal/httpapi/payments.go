@@ -61,6 +61,15 @@ func (s *Server) topup(w http.ResponseWriter, r *http.Request) error {
 	if p.Key.Role == store.RoleViewer {
 		return fault.Forbidden("read_only_key", "Use a member key to change anything; viewer keys can only read.", "viewer keys are read-only")
 	}
+	if h := r.Header.Get(payment.HeaderPaymentSignature); h != "" {
+		// A stock x402 client retries the URL that answered 402: the
+		// payload names the quote it pays in its echoed resource URL.
+		qid, err := payment.QuoteIDFromPayload(h)
+		if err != nil {
+			return err
+		}
+		return s.pay(w, r, payment.PayParams{QuoteID: qid, AccountID: p.Account.ID, X402: h})
+	}
 	var body struct {
 		AmountUSD   json.RawMessage `json:"amount_usd"`
 		Description *string         `json:"description"`

@@ -717,3 +717,22 @@ func parseUSDNumber(s string) (int64, error) {
 	f, _ := strconv.ParseInt(frac, 10, 64)
 	return whole*1_000_000 + f, nil
 }
+
+// QuoteIDFromPayload is the quote a PAYMENT-SIGNATURE pays, read from the
+// resource URL the client echoes (POST /topup retried by a stock client).
+func QuoteIDFromPayload(h string) (string, error) {
+	p, err := DecodePaymentSignature(h)
+	if err != nil {
+		return "", invalid("invalid_payment_payload", "malformed PAYMENT-SIGNATURE: %v", err)
+	}
+	if p.Resource != nil {
+		path := p.Resource.URL
+		if i := strings.Index(path, "/api/v1/account/quotes/"); i >= 0 {
+			rest := strings.TrimPrefix(path[i:], "/api/v1/account/quotes/")
+			if id, tail, ok := strings.Cut(rest, "/"); ok && tail == "pay/x402" && strings.HasPrefix(id, "qt_") {
+				return id, nil
+			}
+		}
+	}
+	return "", invalid("invalid_payment_payload", "the payment's resource.url names no quote; pay at /api/v1/account/quotes/{quote_id}/pay/x402")
+}

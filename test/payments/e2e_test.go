@@ -42,12 +42,12 @@ const (
 )
 
 type harness struct {
-	dir              string // test/payments
-	rpc, token       string
-	facPort          int
-	fac              *proc
-	base             string // the skiff server
-	env              []string
+	dir        string // test/payments
+	rpc, token string
+	facPort    int
+	fac        *proc
+	base       string // the skiff server
+	env        []string
 	// facilitatorStart (re)starts the facilitator on facPort; it lives
 	// until the whole test ends.
 	facilitatorStart func()

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
+	"time"
 
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/clock"
@@ -29,39 +31,41 @@ type paymentFlags struct {
 	assetVersion       string
 	payTo              string
 	realm              string
+	quoteTTL           time.Duration
 }
 
-// headerFlags collects repeatable "Name: value" flags. Its String never
-// shows values: they are credentials.
-type headerFlags struct{ h http.Header }
+// headerFlags collects repeatable "Name: value" flags. Set never fails
+// and String never shows values: they are credentials, and the flag
+// package echoes a refused value. They are checked in config.
+type headerFlags struct{ raw []string }
 
 func (f *headerFlags) String() string {
-	if f == nil || len(f.h) == 0 {
+	if f == nil || len(f.raw) == 0 {
 		return ""
 	}
-	names := make([]string, 0, len(f.h))
-	for k := range f.h {
-		names = append(names, k+": <redacted>")
-	}
-	return strings.Join(names, ", ")
+	return fmt.Sprintf("(%d headers)", len(f.raw))
 }
 
 // Set adds one header; the environment twin may hold several, one a line.
 func (f *headerFlags) Set(v string) error {
-	if f.h == nil {
-		f.h = http.Header{}
-	}
 	for _, line := range strings.Split(v, "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
+		if strings.TrimSpace(line) != "" {
+			f.raw = append(f.raw, line)
 		}
-		name, value, err := payment.ParseHeaderFlag(line)
-		if err != nil {
-			return err
-		}
-		f.h.Add(name, value)
 	}
 	return nil
+}
+
+func (f *headerFlags) header() (http.Header, error) {
+	h := http.Header{}
+	for _, line := range f.raw {
+		name, value, err := payment.ParseHeaderFlag(line)
+		if err != nil {
+			return nil, err
+		}
+		h.Add(name, value)
+	}
+	return h, nil
 }
 
 func (f *paymentFlags) register(fs *flag.FlagSet) {
@@ -76,6 +80,7 @@ func (f *paymentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.assetName, "x402-asset-name", payment.DefaultAssetName, "the token's EIP-712 domain name (env SKIFF_X402_ASSET_NAME)")
 	fs.StringVar(&f.assetVersion, "x402-asset-version", payment.DefaultAssetVersion, "the token's EIP-712 domain version (env SKIFF_X402_ASSET_VERSION)")
 	fs.StringVar(&f.payTo, "x402-pay-to", "", "address that receives payments (env SKIFF_X402_PAY_TO)")
+	fs.DurationVar(&f.quoteTTL, "quote-ttl", payment.DefaultQuoteTTL, "how long a top-up quote can be paid, 10s to 24h (env SKIFF_QUOTE_TTL)")
 	fs.StringVar(&f.realm, "mpp-realm", "", "MPP realm, bound into every MPP payment; default the host of --public-url (env SKIFF_MPP_REALM)")
 }
 
@@ -86,8 +91,12 @@ func (f *paymentFlags) config(listen string) (payment.Config, *auth.WalletPolicy
 		f.publicURL = "http://" + listen
 	}
 	f.publicURL = strings.TrimRight(f.publicURL, "/")
-	cfg := payment.Config{PublicURL: f.publicURL, FacilitatorURL: f.facilitatorURL, FacilitatorHeaders: f.facilitatorHeaders.h,
-		Network: f.network, Asset: f.asset, AssetName: f.assetName, AssetVersion: f.assetVersion, PayTo: f.payTo, Realm: f.realm}
+	headers, err := f.facilitatorHeaders.header()
+	if err != nil {
+		return payment.Config{}, nil, err
+	}
+	cfg := payment.Config{PublicURL: f.publicURL, FacilitatorURL: f.facilitatorURL, FacilitatorHeaders: headers,
+		Network: f.network, Asset: f.asset, AssetName: f.assetName, AssetVersion: f.assetVersion, PayTo: f.payTo, Realm: f.realm, QuoteTTL: f.quoteTTL}
 	cfg.Fill()
 	if err := cfg.Validate(); err != nil {
 		return cfg, nil, fmt.Errorf("payments: %w", err)
@@ -97,7 +106,6 @@ func (f *paymentFlags) config(listen string) (payment.Config, *auth.WalletPolicy
 	}
 	var pol *auth.WalletPolicy
 	if f.walletPolicyFile != "" {
-		var err error
 		if pol, err = auth.LoadWalletPolicy(f.walletPolicyFile); err != nil {
 			return cfg, nil, fmt.Errorf("--wallet-policy-file: %w", err)
 		}
@@ -111,13 +119,25 @@ func startPayments(ctx context.Context, log *slog.Logger, cfg payment.Config, db
 	svc := payment.NewService(cfg, db, clk, log.With("component", "payments"), nil)
 	if svc.Enabled() {
 		log.Info("payments on", "network", cfg.Network, "asset", cfg.Asset, "pay_to", cfg.PayTo, "realm", cfg.Realm,
-			"facilitator", cfg.FacilitatorURL, "facilitator_headers", len(cfg.FacilitatorHeaders))
-		settled, failed, err := svc.Reconcile(ctx)
-		if err != nil {
-			log.Warn("reconcile pending payments", "err", err)
-		} else if settled+failed > 0 {
-			log.Info("reconciled pending payments", "settled", settled, "declined", failed)
-		}
+			"facilitator", redactURL(cfg.FacilitatorURL), "facilitator_headers", len(cfg.FacilitatorHeaders))
+		// In the background: a slow facilitator must not hold up the start.
+		go func() {
+			settled, failed, err := svc.Reconcile(ctx)
+			if err != nil {
+				log.Warn("reconcile pending payments", "err", err)
+			} else if settled+failed > 0 {
+				log.Info("reconciled pending payments", "settled", settled, "declined", failed)
+			}
+		}()
 	}
 	return svc
+}
+
+// redactURL hides a password in a URL's user info.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
 }

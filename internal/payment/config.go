@@ -43,6 +43,8 @@ type Config struct {
 	// Realm is the MPP realm, bound into every MPP authorization's nonce;
 	// default the host of PublicURL.
 	Realm string
+	// QuoteTTL is how long a top-up quote can be paid.
+	QuoteTTL time.Duration
 }
 
 // Enabled reports whether payments are configured.
@@ -61,6 +63,9 @@ func (c *Config) Fill() {
 	}
 	if c.AssetVersion == "" {
 		c.AssetVersion = DefaultAssetVersion
+	}
+	if c.QuoteTTL == 0 {
+		c.QuoteTTL = DefaultQuoteTTL
 	}
 	if c.FacilitatorTimeout == 0 {
 		c.FacilitatorTimeout = DefaultFacilitatorTimeout
@@ -113,6 +118,9 @@ func (c *Config) Validate() error {
 	if c.AssetName == "" || c.AssetVersion == "" {
 		errs = append(errs, errors.New("--x402-asset-name and --x402-asset-version must not be empty"))
 	}
+	if c.QuoteTTL < 10*time.Second || c.QuoteTTL > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("--quote-ttl %s: want 10s to 24h", c.QuoteTTL))
+	}
 	if c.Enabled() && c.Realm == "" {
 		errs = append(errs, errors.New("--mpp-realm is empty and --public-url names no host"))
 	}
@@ -125,7 +133,7 @@ func ParseHeaderFlag(s string) (name, value string, err error) {
 	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
 	if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") || strings.ContainsAny(value, "\r\n") {
 		// The value may be a secret: never echo it.
-		return "", "", errors.New("--x402-facilitator-header: want 'Name: value'")
+		return "", "", errors.New("--x402-facilitator-header (SKIFF_X402_FACILITATOR_HEADER): want 'Name: value', one a line")
 	}
 	return http.CanonicalHeaderKey(name), value, nil
 }

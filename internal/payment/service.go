@@ -660,9 +660,9 @@ const (
 	MaxDescriptionLength = 500
 )
 
-// QuoteTTL is how long a top-up quote can be paid (documented in
-// docs/payments.md).
-const QuoteTTL = 30 * time.Minute
+// DefaultQuoteTTL is how long a top-up quote can be paid (documented in
+// docs/payments.md; --quote-ttl).
+const DefaultQuoteTTL = 30 * time.Minute
 
 // CreateTopup stores an x402_topup quote for amountUSD (a JSON number) and
 // returns it; the caller answers 402 with its challenges.
@@ -691,7 +691,7 @@ func (s *Service) CreateTopup(ctx context.Context, accountID string, amountUSD j
 	}
 	now := s.clock.Now()
 	q := &store.Quote{ID: id.New(id.Quote), AccountID: accountID, AmountMicros: micros, Description: description,
-		ExpiresAt: now.Add(QuoteTTL).UTC().Truncate(time.Second)}
+		ExpiresAt: now.Add(s.cfg.QuoteTTL).UTC().Truncate(time.Second)}
 	created, err := s.store.QuoteCreate(ctx, &store.QuoteCreateParams{ID: q.ID, AccountID: accountID, QuoteType: "x402_topup",
 		AmountMicros: micros, Description: description, Attrs: s.Attrs(q), ExpiresAt: q.ExpiresAt, Now: now})
 	if err != nil {

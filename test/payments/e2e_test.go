@@ -42,6 +42,7 @@ const (
 )
 
 type harness struct {
+	root, bin  string // the repository, the skiff binary
 	dir        string // test/payments
 	rpc, token string
 	facPort    int
@@ -205,22 +206,33 @@ func setup(t *testing.T) *harness {
 	h.facilitatorStart()
 
 	// The service.
-	root := filepath.Join(dir, "..", "..")
-	bin := filepath.Join(t.TempDir(), "skiff")
-	run(t, root, []string{"CGO_ENABLED=0"}, "go", "build", "-o", bin, "./cmd/skiff")
+	h.root = filepath.Join(dir, "..", "..")
+	h.bin = filepath.Join(t.TempDir(), "skiff")
+	run(t, h.root, []string{"CGO_ENABLED=0"}, "go", "build", "-o", h.bin, "./cmd/skiff")
+	h.base = h.startServer(t)
+	h.env = []string{"PAYER_KEY=" + payerKey, "RPC_URL=" + h.rpc, fmt.Sprintf("CHAIN_ID=%d", chainID), "TOKEN=" + h.token,
+		"TOKEN_NAME=USD Coin", "TOKEN_VERSION=2"}
+	return h
+}
+
+// startServer starts a skiff server paid through the harness's chain and
+// facilitator, and returns its base URL once it is ready.
+func (h *harness) startServer(t *testing.T, extra ...string) string {
+	t.Helper()
 	port := freePort(t)
-	h.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-	_, _ = start(t, root, nil, bin, "server", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", t.TempDir(),
-		"--no-local-host", "--public-url", h.base,
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	args := append([]string{"server", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", t.TempDir(),
+		"--no-local-host", "--public-url", base,
 		"--x402-facilitator-url", fmt.Sprintf("http://127.0.0.1:%d", h.facPort),
-		"--x402-network", fmt.Sprintf("eip155:%d", chainID), "--x402-asset", h.token, "--x402-pay-to", payeeAddr)
+		"--x402-network", fmt.Sprintf("eip155:%d", chainID), "--x402-asset", h.token, "--x402-pay-to", payeeAddr}, extra...)
+	_, _ = start(t, h.root, nil, h.bin, args...)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		r, err := http.Get(h.base + "/ready")
+		r, err := http.Get(base + "/ready")
 		if err == nil {
 			r.Body.Close()
 			if r.StatusCode == 200 {
-				break
+				return base
 			}
 		}
 		if time.Now().After(deadline) {
@@ -228,9 +240,6 @@ func setup(t *testing.T) *harness {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	h.env = []string{"PAYER_KEY=" + payerKey, "RPC_URL=" + h.rpc, fmt.Sprintf("CHAIN_ID=%d", chainID), "TOKEN=" + h.token,
-		"TOKEN_NAME=USD Coin", "TOKEN_VERSION=2"}
-	return h
 }
 
 // client runs client.mjs and decodes its JSON line.
@@ -361,8 +370,13 @@ func (h *harness) balance(t *testing.T, token string) float64 {
 
 func (h *harness) signIn(t *testing.T, chain string) string {
 	t.Helper()
+	return h.signInAt(t, h.base, chain)
+}
+
+func (h *harness) signInAt(t *testing.T, base, chain string) string {
+	t.Helper()
 	var r clientResult
-	h.client(t, "signin", map[string]any{"base": h.base, "chain": chain}, &r)
+	h.client(t, "signin", map[string]any{"base": base, "chain": chain}, &r)
 	var v struct {
 		Token   string
 		Account struct{ ID string }
@@ -546,5 +560,31 @@ func TestPaymentsEndToEnd(t *testing.T) {
 		if st, _, b := h.api(t, "POST", "/api/v1/projects/thin/init", poor, map[string]any{}, nil); st == 402 || !strings.Contains(string(b), "not_published") {
 			t.Errorf("init resent after paying: got %d %s, want past the 402 (not_published)", st, b)
 		}
+	})
+
+	t.Run("expired_quote", func(t *testing.T) {
+		// A server whose quotes live 10 seconds.
+		base := h.startServer(t, "--quote-ttl", "10s")
+		tok := h.signInAt(t, base, "base")
+		saved := h.base
+		h.base = base
+		defer func() { h.base = saved }()
+		qid := h.newQuote(t, tok, 1)
+		for {
+			st, _, b := h.api(t, "GET", "/api/v1/account/quotes/"+qid, tok, nil, nil)
+			if st != 200 {
+				t.Fatalf("get quote: %d %s", st, b)
+			}
+			if strings.Contains(string(b), `"status":"expired"`) {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		var r clientResult
+		h.client(t, "x402-pay", map[string]any{"url": base + payPath(qid), "token": tok}, &r)
+		if r.Status != 410 || !strings.Contains(string(r.Body), "quote_expired") {
+			t.Errorf("@x402/fetch on an expired quote: got %d %s, want 410 quote_expired", r.Status, r.Body)
+		}
+		onChain(t, moved)
 	})
 }

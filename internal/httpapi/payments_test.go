@@ -372,6 +372,19 @@ func TestPayX402(t *testing.T) {
 		p.e.Client(other.Token).Do(t, apitest.Request{Method: "POST", Path: payPath(qid), Header: http.Header{"PAYMENT-SIGNATURE": {h}}}).
 			Fail(t, http.StatusNotFound)
 		p.payX402(t, "qt_unknown", h).Fail(t, http.StatusNotFound)
+
+		// A stock x402 client retries /topup itself: the payload's
+		// resource URL names the quote it pays.
+		tr2, _ := p.topup(t, 1)
+		var viaTopup apiv1.SettleResponse
+		p.c.Do(t, apitest.Request{Method: "POST", Path: "/api/v1/account/quotes/topup", Body: map[string]any{"amount_usd": 1},
+			Header: http.Header{"PAYMENT-SIGNATURE": {p.x402Header(t, tr2.PaymentRequired)}}}).JSON(t, http.StatusCreated, &viaTopup)
+		if viaTopup.Quote.ID != tr2.Quote.ID || viaTopup.Balance.LedgerBalanceUSD != 3_250_000 {
+			t.Errorf("x402 retried on /topup: got quote %s balance %v, want %s and 3.25", viaTopup.Quote.ID, viaTopup.Balance.LedgerBalanceUSD, tr2.Quote.ID)
+		}
+		if qs := quotesOf(t, p.c, ""); qs.Total != 2 {
+			t.Errorf("got %d quotes, want 2: the retried /topup made none", qs.Total)
+		}
 	})
 }
 

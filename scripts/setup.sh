@@ -15,8 +15,13 @@
 # - /etc/containers/policy.json and registries.conf when absent, and the
 #   overlay file system that buildah's storage uses.
 #
-# Only Debian's mirrors and the Go module proxy are reachable from CI, and
-# that is all this uses.
+# - Node.js and npm from Debian when `node` is missing, and the payment
+#   end-to-end harness's npm packages (test/payments: anvil, solc, @x402/*,
+#   mppx, viem) installed by `npm ci` from the committed package-lock.json;
+#   a stamp of the lockfile's hash makes it run only when the lock changes.
+#
+# Only Debian's mirrors, the Go module proxy and the npm registry are
+# reachable from CI, and that is all this uses.
 set -euo pipefail
 
 RUNSC_MODULE="gvisor.dev/gvisor/runsc"
@@ -112,12 +117,35 @@ configure_containers() {
 	fi
 }
 
+PAYMENTS_DIR="$(cd "$(dirname "$0")/.." && pwd)/test/payments"
+
+install_node_harness() {
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		need_root "Node.js and npm"
+		log "installing nodejs npm"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+		did+=("packages: nodejs npm")
+	fi
+	local stamp="$PAYMENTS_DIR/node_modules/.skiff-lock.sha256" want
+	want="$(sha256sum "$PAYMENTS_DIR/package-lock.json" | cut -d' ' -f1)"
+	if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+		return 0
+	fi
+	log "npm ci in test/payments"
+	(cd "$PAYMENTS_DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+	printf '%s\n' "$want" >"$stamp"
+	did+=("npm ci test/payments")
+}
+
 install_packages
 install_runsc
 configure_containers
+install_node_harness
 
 if ((${#did[@]} == 0)); then
-	log "nothing to do: packages, runsc $RUNSC_VERSION and container config are in place"
+	log "nothing to do: packages, runsc $RUNSC_VERSION, container config and the payment harness are in place"
 else
 	log "done: ${did[*]}"
 fi

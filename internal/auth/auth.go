@@ -17,8 +17,9 @@ import (
 
 // Service issues keys and authenticates tokens.
 type Service struct {
-	store store.Store
-	clock clock.Clock
+	store  store.Store
+	clock  clock.Clock
+	wallet WalletConfig
 }
 
 func New(s store.Store, c clock.Clock) *Service { return &Service{store: s, clock: c} }
@@ -92,7 +93,13 @@ func (s *Service) Authenticate(ctx context.Context, header string) (*store.Princ
 	if !strings.HasPrefix(token, id.APISecret) && !strings.HasPrefix(token, id.Session) {
 		return nil, fault.Unauthenticated("invalid credentials")
 	}
-	p, err := s.store.PrincipalGetByKeyHash(ctx, id.Hash(token))
+	var p *store.Principal
+	var err error
+	if strings.HasPrefix(token, id.Session) {
+		p, err = s.store.PrincipalGetBySessionHash(ctx, id.Hash(token), s.clock.Now())
+	} else {
+		p, err = s.store.PrincipalGetByKeyHash(ctx, id.Hash(token))
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.Unauthenticated("invalid credentials")
 	}

@@ -36,6 +36,7 @@ type serverFlags struct {
 	build        buildFlags
 	host         hostFlags
 	rates        rateFlags
+	payments     paymentFlags
 }
 
 // hostFlags configure the local host that runs tasks on this machine.
@@ -75,6 +76,7 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.Int64Var(&f.host.memoryMB, "host-memory-mb", 0, "memory in MiB the local host lends tasks (0: all) (env SKIFF_HOST_MEMORY_MB)")
 	fs.BoolVar(&f.host.disabled, "no-local-host", false, "run no local host: tasks wait for remote hosts (env SKIFF_NO_LOCAL_HOST)")
 	f.rates.register(fs)
+	f.payments.register(fs)
 	return fs
 }
 
@@ -99,6 +101,10 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if _, err := f.rates.validate(); err != nil {
 		return err // before anything is opened
 	}
+	payCfg, walletPolicy, err := f.payments.config(f.listen)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -114,6 +120,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}()
 	clk := clock.System{}
 	authSvc := auth.New(db, clk)
+	authSvc.SetWallet(auth.WalletConfig{PublicURL: payCfg.PublicURL, Policy: walletPolicy})
+	payments := startPayments(ctx, log, payCfg, db, clk)
 	bill := billing.New(db, clk)
 	prices, err := f.rates.source(ctx, log.With("component", "billing"))
 	if err != nil {
@@ -146,7 +154,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	defer projects.Close()
 	api := httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
-		Projects: projects, Jobs: jobs, Version: Version,
+		Projects: projects, Jobs: jobs, Version: Version, Payments: payments,
+		AuthRatePerAddress: f.payments.ratePerAddress, AuthRatePerIP: f.payments.ratePerIP,
 	})
 	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk,
 		Log: log.With("component", "controller"), ImagesDir: imagesDir})

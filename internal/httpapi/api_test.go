@@ -188,6 +188,10 @@ func writeRequest(rt httpapi.Route, name string, check apitest.Check) apitest.Re
 		req.Body = map[string]any{"value": "changed"}
 	case "POST /api/v1/jobs":
 		req.Body = map[string]any{"project": name, "runner_command": []string{"/runner"}}
+	case "POST /api/v1/auth/wallet/challenge":
+		req.Body = map[string]any{"wallet_address": "0x" + strings.Repeat("0", 40)}
+	case "POST /api/v1/auth/wallet/verify":
+		req.Body = map[string]any{"challenge_id": "wch_x", "wallet_address": "0x" + strings.Repeat("0", 40), "signature": "0x"}
 	case "POST /api/v1/jobs/batch":
 		req.Body = map[string]any{"jobs": []any{map[string]any{"project": name, "runner_command": []string{"/runner"}}}}
 	case "PATCH /api/v1/jobs/{id}/requirements":

@@ -123,7 +123,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (s *Server) adapt(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
-			writeError(w, r, s.log, err)
+			writeError(w, r, s.log, s.payable(w, err))
 		}
 	}
 }

@@ -42,6 +42,8 @@ func (s *Server) routes() []route {
 
 		// Auth.
 		{"POST", "/api/v1/auth/register", public, s.register},
+		{"POST", "/api/v1/auth/wallet/challenge", public, s.walletChallenge},
+		{"POST", "/api/v1/auth/wallet/verify", public, s.walletVerify},
 
 		// Account and billing.
 		{"GET", "/api/v1/account/balance", readOnly, s.balance},
@@ -49,6 +51,9 @@ func (s *Server) routes() []route {
 		{"GET", "/api/v1/account/holds", readOnly, s.holds},
 		{"GET", "/api/v1/account/quotes", readOnly, s.quotes},
 		{"GET", "/api/v1/account/quotes/{quote_id}", readOnly, s.quoteGet},
+		// Payments: a bearer token, or an MPP credential in its place.
+		{"POST", "/api/v1/account/quotes/topup", public, s.topup},
+		{"POST", "/api/v1/account/quotes/{quote_id}/pay/x402", public, s.payX402},
 
 		// Projects.
 		{"POST", "/api/v1/projects", write, s.projectCreate},

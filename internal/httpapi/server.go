@@ -11,7 +11,9 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/payment"
 	"github.com/skiffhq/skiff/internal/project"
+	"github.com/skiffhq/skiff/internal/ratelimit"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -28,6 +30,12 @@ type Config struct {
 	Projects *project.Service
 	Jobs     *job.Service
 	Version  string
+	// Payments settles quotes over x402 and MPP; nil or unconfigured
+	// answers 503 on the payment endpoints.
+	Payments *payment.Service
+	// AuthRatePerAddress and AuthRatePerIP limit wallet challenge and
+	// verify requests per minute (0: the defaults, negative: unlimited).
+	AuthRatePerAddress, AuthRatePerIP int
 }
 
 // Server serves the API.
@@ -40,6 +48,9 @@ type Server struct {
 	projects *project.Service
 	jobs     *job.Service
 	version  string
+	payments *payment.Service
+
+	limitAddress, limitIP *ratelimit.Keyed
 
 	// coreStarted is set once the controller's background loops run;
 	// draining once shutdown began. /ready reports both.
@@ -52,9 +63,18 @@ type Server struct {
 // New builds the server and its route table.
 func New(cfg Config) *Server {
 	s := &Server{log: cfg.Logger, clock: cfg.Clock, store: cfg.Store, auth: cfg.Auth, billing: cfg.Billing,
-		projects: cfg.Projects, jobs: cfg.Jobs, version: cfg.Version}
+		projects: cfg.Projects, jobs: cfg.Jobs, version: cfg.Version, payments: cfg.Payments,
+		limitAddress: ratelimit.NewKeyed(orDefault(cfg.AuthRatePerAddress, DefaultAuthRatePerAddress)),
+		limitIP:      ratelimit.NewKeyed(orDefault(cfg.AuthRatePerIP, DefaultAuthRatePerIP))}
 	s.handler = s.middleware(s.mux())
 	return s
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
 }
 
 // ServeHTTP implements http.Handler.

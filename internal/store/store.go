@@ -44,4 +44,6 @@ type Querier interface {
 	JobStore
 	JobEditStore
 	TaskPageStore
+	WalletStore
+	PaymentStore
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/payment"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/testlog"
@@ -43,6 +44,14 @@ var (
 type Options struct {
 	Store store.Store // nil: OpenSQLite(t)
 	Clock *clock.Fake // nil: clock.NewFake(Epoch)
+	// Payments turns payments on with this configuration (PublicURL is
+	// set to the test server's URL); Facilitator replaces the HTTP one.
+	Payments    *payment.Config
+	Facilitator payment.Facilitator
+	// WalletPolicy and the auth rate limits configure wallet sign-in
+	// (0: the defaults, negative: unlimited).
+	WalletPolicy                      *auth.WalletPolicy
+	AuthRatePerAddress, AuthRatePerIP int
 }
 
 // Env is one running API server and the services behind it.
@@ -55,6 +64,7 @@ type Env struct {
 	Billing  *billing.Service
 	Projects *project.Service
 	Jobs     *job.Service
+	Payments *payment.Service
 	Contract *Contract
 }
 
@@ -82,9 +92,18 @@ func Start(t testing.TB, opts Options) *Env {
 		Limits: submit.Limits{Presets: submit.DefaultPresets()}})
 	e.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, Jobs: e.Jobs, DataDir: t.TempDir()})
 	t.Cleanup(e.Projects.Close)
+	ts := httptest.NewUnstartedServer(nil)
+	e.URL = "http://" + ts.Listener.Addr().String()
+	e.Auth.SetWallet(auth.WalletConfig{PublicURL: e.URL, Policy: opts.WalletPolicy})
+	var pcfg payment.Config
+	if opts.Payments != nil {
+		pcfg = *opts.Payments
+		pcfg.PublicURL = e.URL
+	}
+	e.Payments = payment.NewService(pcfg, db, clk, log, opts.Facilitator)
 	e.Server = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
-		Version: "test",
+		Version: "test", Payments: e.Payments, AuthRatePerAddress: opts.AuthRatePerAddress, AuthRatePerIP: opts.AuthRatePerIP,
 	})
 	e.Server.SetCoreStarted(true)
 	c, err := LoadContract(openapi.Document, e.Server.Routes())
@@ -92,9 +111,9 @@ func Start(t testing.TB, opts Options) *Env {
 		t.Fatal(err)
 	}
 	e.Contract = c
-	ts := httptest.NewServer(e.Server)
+	ts.Config.Handler = e.Server
+	ts.Start()
 	t.Cleanup(ts.Close)
-	e.URL = ts.URL
 	return e
 }
 

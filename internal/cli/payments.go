@@ -14,6 +14,7 @@ import (
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/payment"
+	"github.com/skiffhq/skiff/internal/payment/facilitatorhttp"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -116,7 +117,11 @@ func (f *paymentFlags) config(listen string) (payment.Config, *auth.WalletPolicy
 // startPayments builds the payment service and finishes the settlements a
 // crash or an outage left pending.
 func startPayments(ctx context.Context, log *slog.Logger, cfg payment.Config, db store.Store, clk clock.Clock) *payment.Service {
-	svc := payment.NewService(cfg, db, clk, log.With("component", "payments"), nil)
+	var fac payment.Facilitator
+	if cfg.FacilitatorURL != "" {
+		fac = facilitatorhttp.New(cfg.FacilitatorURL, cfg.FacilitatorHeaders, cfg.FacilitatorTimeout)
+	}
+	svc := payment.NewService(cfg, db, clk, log.With("component", "payments"), fac)
 	if svc.Enabled() {
 		log.Info("payments on", "network", cfg.Network, "asset", cfg.Asset, "pay_to", cfg.PayTo, "realm", cfg.Realm,
 			"facilitator", redactURL(cfg.FacilitatorURL), "facilitator_headers", len(cfg.FacilitatorHeaders))

@@ -21,16 +21,17 @@ const module = "github.com/skiffhq/skiff"
 // other package under internal/ is held to the domain rule. A path covers
 // its subpackages; the longest listed path decides.
 var adapters = map[string]string{
-	"cli":             "the composition root: it wires engines, HTTP and the domain together",
-	"httpapi":         "the HTTP adapter of the public API and of agentproto's controller side",
-	"agent/agenthttp": "the host's HTTP client of agentproto (agent.Controller over HTTP)",
-	"pricefeed":       "polls the operator's HTTP price feed for billing",
-	"bench":           "skiff bench's harness: an HTTP client of the API and bare runsc runs",
-	"store/sqlite":    "a store engine",
-	"store/postgres":  "a store engine (and pgtest, its test server)",
-	"store/sqldb":     "the SQL both store engines share",
-	"store/storetest": "the conformance suite and the tests' store openers, which open the engines",
-	"layering":        "this test, which runs the go command",
+	"cli":                     "the composition root: it wires engines, HTTP and the domain together",
+	"httpapi":                 "the HTTP adapter of the public API and of agentproto's controller side",
+	"agent/agenthttp":         "the host's HTTP client of agentproto (agent.Controller over HTTP)",
+	"pricefeed":               "polls the operator's HTTP price feed for billing",
+	"bench":                   "skiff bench's harness: an HTTP client of the API and bare runsc runs",
+	"payment/facilitatorhttp": "the HTTP client of an x402 facilitator (payment.Facilitator)",
+	"store/sqlite":            "a store engine",
+	"store/postgres":          "a store engine (and pgtest, its test server)",
+	"store/sqldb":             "the SQL both store engines share",
+	"store/storetest":         "the conformance suite and the tests' store openers, which open the engines",
+	"layering":                "this test, which runs the go command",
 }
 
 // forbidden are what a domain package must not depend on, even through

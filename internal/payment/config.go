@@ -3,7 +3,7 @@ package payment
 import (
 	"errors"
 	"fmt"
-	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -30,7 +30,7 @@ type Config struct {
 	FacilitatorURL string
 	// FacilitatorHeaders are sent on every facilitator request (API keys);
 	// never logged.
-	FacilitatorHeaders http.Header
+	FacilitatorHeaders map[string][]string
 	// FacilitatorTimeout bounds one facilitator call.
 	FacilitatorTimeout time.Duration
 	// Network is the CAIP-2 chain, eip155:<chain id>.
@@ -135,5 +135,5 @@ func ParseHeaderFlag(s string) (name, value string, err error) {
 		// The value may be a secret: never echo it.
 		return "", "", errors.New("--x402-facilitator-header (SKIFF_X402_FACILITATOR_HEADER): want 'Name: value', one a line")
 	}
-	return http.CanonicalHeaderKey(name), value, nil
+	return textproto.CanonicalMIMEHeaderKey(name), value, nil
 }

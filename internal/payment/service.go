@@ -51,13 +51,11 @@ type Service struct {
 	locks map[string]*quoteLock
 }
 
-// NewService returns the payment service; fac nil means the HTTP client
-// for cfg.FacilitatorURL.
+// NewService returns the payment service, settling through fac (the
+// composition root passes facilitatorhttp's client for
+// cfg.FacilitatorURL).
 func NewService(cfg Config, s store.Store, c clock.Clock, log *slog.Logger, fac Facilitator) *Service {
 	cfg.Fill()
-	if fac == nil && cfg.FacilitatorURL != "" {
-		fac = NewFacilitatorClient(cfg.FacilitatorURL, cfg.FacilitatorHeaders, cfg.FacilitatorTimeout)
-	}
 	return &Service{cfg: cfg, store: s, clock: c, log: log, fac: fac, locks: map[string]*quoteLock{}}
 }
 

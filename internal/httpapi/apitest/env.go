@@ -5,11 +5,13 @@
 package apitest
 
 import (
-	"github.com/skiffhq/skiff/internal/store/storetest"
 	"log/slog"
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/skiffhq/skiff/internal/payment/facilitatorhttp"
+	"github.com/skiffhq/skiff/internal/store/storetest"
 
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
@@ -100,7 +102,11 @@ func Start(t testing.TB, opts Options) *Env {
 		pcfg = *opts.Payments
 		pcfg.PublicURL = e.URL
 	}
-	e.Payments = payment.NewService(pcfg, db, clk, log, opts.Facilitator)
+	fac := opts.Facilitator
+	if fac == nil && pcfg.FacilitatorURL != "" {
+		fac = facilitatorhttp.New(pcfg.FacilitatorURL, pcfg.FacilitatorHeaders, pcfg.FacilitatorTimeout)
+	}
+	e.Payments = payment.NewService(pcfg, db, clk, log, fac)
 	e.Server = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
 		Version: "test", Payments: e.Payments, AuthRatePerAddress: opts.AuthRatePerAddress, AuthRatePerIP: opts.AuthRatePerIP,

@@ -28,6 +28,7 @@ type Config struct {
 	Projects *project.Service
 	Jobs     *job.Service
 	Version  string
+	Streams  StreamConfig
 }
 
 // Server serves the API.
@@ -41,6 +42,9 @@ type Server struct {
 	jobs     *job.Service
 	version  string
 
+	streams    StreamConfig
+	streamCaps streamCaps
+
 	// coreStarted is set once the controller's background loops run;
 	// draining once shutdown began. /ready reports both.
 	coreStarted atomic.Bool
@@ -52,7 +56,8 @@ type Server struct {
 // New builds the server and its route table.
 func New(cfg Config) *Server {
 	s := &Server{log: cfg.Logger, clock: cfg.Clock, store: cfg.Store, auth: cfg.Auth, billing: cfg.Billing,
-		projects: cfg.Projects, jobs: cfg.Jobs, version: cfg.Version}
+		projects: cfg.Projects, jobs: cfg.Jobs, version: cfg.Version, streams: cfg.Streams}
+	s.streams.fill()
 	s.handler = s.middleware(s.mux())
 	return s
 }

@@ -199,6 +199,10 @@ type JobEvent struct {
 	// greater than every event committed before it, across all jobs. Set
 	// by the store; zero until the event's transaction committed.
 	Position int64
+	// AccountID and ProjectID are the job's, set by JobEventFeed only (so
+	// that a stream can route an event without reading its job).
+	AccountID string
+	ProjectID string
 }
 
 // JobEventFeedParams selects committed events after a position, oldest

@@ -5,6 +5,7 @@
 package apitest
 
 import (
+	"context"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/event"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/job/submit"
@@ -84,6 +86,12 @@ func OpenPostgres(t testing.TB) store.Store {
 type Options struct {
 	Store store.Store // nil: OpenSQLite(t)
 	Clock *clock.Fake // nil: clock.NewFake(Epoch)
+	// Streams configures the event streams; its Broker is the Env's own
+	// (a zero value gets the server's defaults).
+	Streams httpapi.StreamConfig
+	// Wake, when set, is called with the broker once it runs, to wake it
+	// from another source too (PostgreSQL notifications).
+	Wake func(ctx context.Context, b *event.Broker)
 }
 
 // Env is one running API server and the services behind it.
@@ -96,6 +104,7 @@ type Env struct {
 	Billing  *billing.Service
 	Projects *project.Service
 	Jobs     *job.Service
+	Broker   *event.Broker
 	Contract *Contract
 }
 
@@ -119,14 +128,25 @@ func Start(t testing.TB, opts Options) *Env {
 		}
 	})
 	e := &Env{Store: db, Clock: clk, Auth: auth.New(db, clk), Billing: billing.New(db, clk)}
+	e.Broker = event.New(event.Config{Feed: db, Log: log})
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	if err := e.Broker.Start(ctx); err != nil {
+		t.Fatalf("start event broker: %v", err)
+	}
+	if opts.Wake != nil {
+		opts.Wake(ctx, e.Broker)
+	}
+	streams := opts.Streams
+	streams.Broker = e.Broker
 	e.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: t.TempDir()})
 	t.Cleanup(e.Projects.Close)
-	e.Jobs = job.New(job.Config{Store: db, Clock: clk, Logger: log, Billing: e.Billing,
+	e.Jobs = job.New(job.Config{Store: event.NotifyingStore(db, e.Broker), Clock: clk, Logger: log, Billing: e.Billing,
 		Limits: submit.Limits{Presets: submit.DefaultPresets()}})
 	e.Projects.SetJobs(e.Jobs)
 	e.Server = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
-		Version: "test",
+		Version: "test", Streams: streams,
 	})
 	e.Server.SetCoreStarted(true)
 	c, err := LoadContract(openapi.Document, e.Server.Routes())

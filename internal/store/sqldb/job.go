@@ -666,7 +666,18 @@ func (q *queries) JobEventFeed(ctx context.Context, p *store.JobEventFeedParams)
 	if err != nil {
 		return nil, fmt.Errorf("job event feed: %w", q.mapErr(err))
 	}
-	return collect(rows, scanJobEvent)
+	return collect(rows, func(s scanner) (*store.JobEvent, error) {
+		var e store.JobEvent
+		var data string
+		var created int64
+		if err := s.Scan(&e.ID, &e.JobID, &e.TaskID, &e.AttemptID, &e.Kind, &data, &created, &e.Position,
+			&e.AccountID, &e.ProjectID); err != nil {
+			return nil, err
+		}
+		e.Data = []byte(data)
+		e.CreatedAt = fromMicros(created)
+		return &e, nil
+	})
 }
 
 func (q *queries) JobEventLastPosition(ctx context.Context) (int64, error) {

@@ -252,17 +252,18 @@ FROM job_events WHERE job_id = $1 ORDER BY position IS NULL, position, created_a
 
 -- name: JobEventFeedSelect
 -- "position > $1" also leaves out uncommitted events (NULL position).
-SELECT e.id, e.job_id, e.task_id, e.attempt_id, e.kind, e.data, e.created_at, e.position
-FROM job_events e WHERE e.position > $1
+SELECT e.id, e.job_id, e.task_id, e.attempt_id, e.kind, e.data, e.created_at, e.position,
+       j.account_id, j.project_id
+FROM job_events e JOIN jobs j ON j.id = e.job_id WHERE e.position > $1
 
 -- name: JobEventFeedByJob
 AND e.job_id IN ($1)
 
 -- name: JobEventFeedByAccount
-AND e.job_id IN (SELECT id FROM jobs WHERE account_id = $1)
+AND j.account_id = $1
 
 -- name: JobEventFeedByProject
-AND e.job_id IN (SELECT id FROM jobs WHERE project_id = $1)
+AND j.project_id = $1
 
 -- name: JobEventFeedPage
 ORDER BY e.position LIMIT $1

@@ -6,7 +6,7 @@
 # - Debian packages: buildah and its network stack (netavark, aardvark-dns,
 #   iptables: RUN steps get buildah's private bridge), crun, umoci, skopeo,
 #   debootstrap (the tests' local Debian base image), iproute2 (multi-host
-#   tests), postgresql (the PostgreSQL store tests). `apt-get update` runs only
+#   tests), postgresql (the PostgreSQL store tests), prometheus (promtool). `apt-get update` runs only
 #   when one is missing.
 # - The pinned runsc at /usr/local/lib/skiff/runsc, built with `go install`
 #   (about 3 minutes cold). Debian's runsc is from 2022: it cannot run buildah's
@@ -29,6 +29,8 @@ APT_PACKAGES=(
 	buildah crun umoci skopeo netavark aardvark-dns iptables uidmap
 	debootstrap iproute2 postgresql ca-certificates
 )
+# promtool (Debian's prometheus) checks GET /metrics in internal/metrics' tests.
+APT_PACKAGES+=(prometheus)
 
 # Go usually lives here on CI machines without being on root's PATH.
 if [[ -d /usr/local/go/bin ]]; then

@@ -22,6 +22,7 @@ import (
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/metrics"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/store/postgres"
 )
@@ -36,6 +37,7 @@ type serverFlags struct {
 	host         hostFlags
 	rates        rateFlags
 	streams      streamFlags
+	metricsToken string
 }
 
 // streamFlags configure the event streams (docs/streams.md).
@@ -84,6 +86,7 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.DurationVar(&f.streams.timeout, "stream-timeout", time.Hour, "life of one event stream; it then sends a timeout frame and the client reconnects (env SKIFF_STREAM_TIMEOUT)")
 	fs.DurationVar(&f.streams.pingInterval, "stream-ping-interval", 15*time.Second, "how often an idle event stream sends a ping frame (env SKIFF_STREAM_PING_INTERVAL)")
 	fs.IntVar(&f.streams.perAccount, "stream-max-per-account", 100, "event streams one account may hold open; one more gets 429 (env SKIFF_STREAM_MAX_PER_ACCOUNT)")
+	fs.StringVar(&f.metricsToken, "metrics-token", "", "bearer token that may read GET /metrics besides admin keys and loopback requests (env SKIFF_METRICS_TOKEN)")
 	f.rates.register(fs)
 	return fs
 }
@@ -130,19 +133,20 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	bill.SetRates(prices)
-	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir})
-	defer projects.Close()
-	limits := submit.Limits{Presets: submit.DefaultPresets()}
-	if err := submit.ValidatePresets(limits); err != nil {
-		return err
-	}
 	if f.streams.timeout <= 0 || f.streams.pingInterval <= 0 || f.streams.perAccount <= 0 {
 		return fmt.Errorf("--stream-timeout, --stream-ping-interval and --stream-max-per-account must be positive")
 	}
+	// Metrics count the lifecycle events the broker reads; its gauges are
+	// read when scraped, once everything below exists.
+	var broker *event.Broker
+	var hosts func() map[string]int
+	set := metrics.New(metrics.Gauges{OpenStreams: func() int { return broker.Count() },
+		QueueDepth: func() (int64, error) { return db.TaskQueuedCount(context.Background()) },
+		Hosts:      func() map[string]int { return hosts() }})
 	// The broker wakes the streams: after each local commit (the jobs
 	// service writes through NotifyingStore) and, on PostgreSQL, on the
 	// notification of a commit on any controller.
-	broker := event.New(event.Config{Feed: db, Log: log.With("component", "events")})
+	broker = event.New(event.Config{Feed: db, Log: log.With("component", "events"), OnEvent: set.ObserveEvent})
 	brokerCtx, stopBroker := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBroker()
 	if err := broker.Start(brokerCtx); err != nil {
@@ -151,6 +155,12 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if f.databaseURL != "" {
 		go postgres.Listen(brokerCtx, f.databaseURL, postgres.EventChannel, broker.Wake, log.With("component", "events"))
 	}
+	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir, OnBuild: set.ObserveBuild})
+	defer projects.Close()
+	limits := submit.Limits{Presets: submit.DefaultPresets()}
+	if err := submit.ValidatePresets(limits); err != nil {
+		return err
+	}
 	jobs := job.New(job.Config{Store: event.NotifyingStore(db, broker), Clock: clk, Logger: log.With("component", "jobs"), Billing: bill, Limits: limits})
 	projects.SetJobs(jobs)
 	api := httpapi.New(httpapi.Config{
@@ -158,6 +168,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		Projects: projects, Jobs: jobs, Version: Version,
 		Streams: httpapi.StreamConfig{Broker: broker, Timeout: f.streams.timeout, PingInterval: f.streams.pingInterval,
 			PerAccount: f.streams.perAccount},
+		Metrics: set, MetricsToken: f.metricsToken,
 	})
 	dataDir, err := filepath.Abs(f.dataDir)
 	if err != nil {
@@ -165,6 +176,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Clock: clk,
 		Log: log.With("component", "controller"), ImagesDir: filepath.Join(dataDir, "images")})
+	hosts = ctrl.HostCounts
 	mux := http.NewServeMux()
 	mux.Handle("/agent/v1/", ctrl.Handler())
 	mux.Handle("/", api)

@@ -42,6 +42,9 @@ type Config struct {
 	Buffer int
 	// Batch is how many events one read of the feed takes. Default 500.
 	Batch int
+	// OnEvent, when set, sees every event the broker reads, in position
+	// order (metrics count from it).
+	OnEvent func(*store.JobEvent)
 }
 
 // Broker fans the event feed out to subscribers.
@@ -123,6 +126,9 @@ func (b *Broker) poll(ctx context.Context) error {
 		}
 		b.mu.Lock()
 		for _, e := range evs {
+			if b.cfg.OnEvent != nil {
+				b.cfg.OnEvent(e)
+			}
 			for s := range b.subs {
 				if s.filter.match(e) {
 					s.offer(e)

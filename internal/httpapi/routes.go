@@ -37,6 +37,7 @@ func (s *Server) routes() []route {
 		{"GET", "/live", public, s.health},
 		{"GET", "/ready", public, s.ready},
 		{"GET", "/openapi.json", public, s.openAPI},
+		{"GET", "/metrics", public, s.metricsGet}, // gated by metricsGet itself (spec 5.4)
 		{"GET", "/docs/projects/project-manifest", public, markdownPage("manifest.md")},
 		{"GET", "/docs/pricing", public, s.pricingPage},
 
@@ -108,7 +109,7 @@ func (s *Server) mux() *http.ServeMux {
 	methods := map[string][]string{}
 	var paths []string
 	for _, rt := range s.routes() {
-		h := s.adapt(s.authorize(rt.access, rt.handler))
+		h := s.instrument(rt.method+" "+rt.pattern, rt.pattern, s.adapt(s.authorize(rt.access, rt.handler)))
 		mux.Handle(rt.method+" "+rt.pattern, h)
 		if _, seen := methods[rt.pattern]; !seen {
 			paths = append(paths, rt.pattern)
@@ -131,10 +132,10 @@ func (s *Server) mux() *http.ServeMux {
 			}
 		}
 	}
-	notFound := s.adapt(func(w http.ResponseWriter, r *http.Request) error {
+	notFound := s.instrument("unmatched", "", s.adapt(func(w http.ResponseWriter, r *http.Request) error {
 		return fault.New(fault.KindNotFound, "route_not_found", "See /openapi.json for the endpoints that exist.",
 			"no endpoint %s %s", r.Method, strings.TrimSpace(r.URL.Path))
-	})
+	}))
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h, pattern := known.Handler(r); pattern != "" {
 			h.ServeHTTP(w, r)

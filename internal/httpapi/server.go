@@ -11,6 +11,7 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/metrics"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/store"
 )
@@ -29,6 +30,10 @@ type Config struct {
 	Jobs     *job.Service
 	Version  string
 	Streams  StreamConfig
+	// Metrics is served at GET /metrics (nil: 503) to admins, to a bearer
+	// MetricsToken (when set) and to requests from loopback.
+	Metrics      *metrics.Set
+	MetricsToken string
 }
 
 // Server serves the API.
@@ -45,6 +50,9 @@ type Server struct {
 	streams    StreamConfig
 	streamCaps streamCaps
 
+	metrics      *metrics.Set
+	metricsToken string
+
 	// coreStarted is set once the controller's background loops run;
 	// draining once shutdown began. /ready reports both.
 	coreStarted atomic.Bool
@@ -56,7 +64,8 @@ type Server struct {
 // New builds the server and its route table.
 func New(cfg Config) *Server {
 	s := &Server{log: cfg.Logger, clock: cfg.Clock, store: cfg.Store, auth: cfg.Auth, billing: cfg.Billing,
-		projects: cfg.Projects, jobs: cfg.Jobs, version: cfg.Version, streams: cfg.Streams}
+		projects: cfg.Projects, jobs: cfg.Jobs, version: cfg.Version, streams: cfg.Streams,
+		metrics: cfg.Metrics, metricsToken: cfg.MetricsToken}
 	s.streams.fill()
 	s.handler = s.middleware(s.mux())
 	return s

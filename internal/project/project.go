@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/clock"
@@ -30,6 +31,7 @@ type Service struct {
 	log     *slog.Logger
 	dataDir string
 	jobs    ActiveJobCounter
+	onBuild func(outcome string, d time.Duration)
 
 	mu       sync.Mutex
 	builds   *builds // set once RunBuilds runs
@@ -50,12 +52,19 @@ type Config struct {
 	Jobs   ActiveJobCounter
 	// DataDir holds push uploads and build contexts (under pushes/).
 	DataDir string
+	// OnBuild, when set, is told how each build ended (published, failed,
+	// platform_error) and how long it took (metrics).
+	OnBuild func(outcome string, d time.Duration)
 }
 
 func New(cfg Config) *Service {
 	bg, cancel := context.WithCancel(context.Background())
+	onBuild := cfg.OnBuild
+	if onBuild == nil {
+		onBuild = func(string, time.Duration) {}
+	}
 	return &Service{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, jobs: cfg.Jobs, dataDir: cfg.DataDir,
-		bgCtx: bg, bgCancel: cancel}
+		bgCtx: bg, bgCancel: cancel, onBuild: onBuild}
 }
 
 // SetJobs connects the job service once it exists (it needs projects too).

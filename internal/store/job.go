@@ -399,4 +399,6 @@ type JobStore interface {
 	JobEventFeed(ctx context.Context, p *JobEventFeedParams) ([]*JobEvent, error)
 	// JobEventLastPosition is the greatest position committed (0: none).
 	JobEventLastPosition(ctx context.Context) (int64, error)
+	// TaskQueuedCount counts the tasks waiting for capacity, of every job.
+	TaskQueuedCount(ctx context.Context) (int64, error)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/metrics"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/store/postgres"
@@ -92,6 +93,8 @@ type Options struct {
 	// Wake, when set, is called with the broker once it runs, to wake it
 	// from another source too (PostgreSQL notifications).
 	Wake func(ctx context.Context, b *event.Broker)
+	// MetricsToken is the bearer token GET /metrics accepts besides admins.
+	MetricsToken string
 }
 
 // Env is one running API server and the services behind it.
@@ -105,6 +108,7 @@ type Env struct {
 	Projects *project.Service
 	Jobs     *job.Service
 	Broker   *event.Broker
+	Metrics  *metrics.Set
 	Contract *Contract
 }
 
@@ -128,7 +132,11 @@ func Start(t testing.TB, opts Options) *Env {
 		}
 	})
 	e := &Env{Store: db, Clock: clk, Auth: auth.New(db, clk), Billing: billing.New(db, clk)}
-	e.Broker = event.New(event.Config{Feed: db, Log: log})
+	var set *metrics.Set
+	e.Broker = event.New(event.Config{Feed: db, Log: log, OnEvent: func(ev *store.JobEvent) { set.ObserveEvent(ev) }})
+	set = metrics.New(metrics.Gauges{OpenStreams: e.Broker.Count,
+		QueueDepth: func() (int64, error) { return db.TaskQueuedCount(context.Background()) }})
+	e.Metrics = set
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
 	if err := e.Broker.Start(ctx); err != nil {
@@ -146,7 +154,7 @@ func Start(t testing.TB, opts Options) *Env {
 	e.Projects.SetJobs(e.Jobs)
 	e.Server = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
-		Version: "test", Streams: streams,
+		Version: "test", Streams: streams, Metrics: e.Metrics, MetricsToken: opts.MetricsToken,
 	})
 	e.Server.SetCoreStarted(true)
 	c, err := LoadContract(openapi.Document, e.Server.Routes())

@@ -687,3 +687,11 @@ func (q *queries) JobEventLastPosition(ctx context.Context) (int64, error) {
 	}
 	return n, nil
 }
+
+func (q *queries) TaskQueuedCount(ctx context.Context) (int64, error) {
+	var n int64
+	if err := q.read.QueryRowContext(ctx, q.sql("TaskQueuedCount")).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count queued tasks: %w", q.mapErr(err))
+	}
+	return n, nil
+}

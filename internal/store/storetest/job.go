@@ -1184,6 +1184,9 @@ func testJobEventFeed(t *testing.T, s store.Store) {
 	if got := feed(store.JobEventFeedParams{After: last}); len(got) != 0 {
 		t.Errorf("after the last = %v", got)
 	}
+	if n, err := s.TaskQueuedCount(ctx(t)); err != nil || n != 3 {
+		t.Errorf("queued tasks = %d, %v; want 3", n, err)
+	}
 }
 
 // testJobEventFeedCommitOrder: an event written early by a transaction that

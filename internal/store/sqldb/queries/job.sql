@@ -271,6 +271,9 @@ ORDER BY e.position LIMIT $1
 -- name: JobEventLastPosition
 SELECT COALESCE(MAX(position), 0) FROM job_events;
 
+-- name: TaskQueuedCount
+SELECT COUNT(*) FROM tasks WHERE status = 'queued';
+
 -- name: JobDepCreateBatch
 -- Shared: $1 job_id. Per row: $2 depends_on.
 INSERT INTO job_deps (job_id, depends_on) VALUES ($1, $2);

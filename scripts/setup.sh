@@ -114,9 +114,30 @@ configure_containers() {
 	fi
 }
 
+# The stream tests read Skiff's event streams with the eventsource npm
+# package (test/sse): Node.js and npm from Debian when absent, then the
+# locked dependencies (npm ci) when package-lock.json changed.
+install_sse_client() {
+	local dir stamp want
+	dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/test/sse"
+	stamp="$dir/node_modules/.skiff-lock-sha256"
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		need_root "Node.js and npm"
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+		did+=("nodejs npm")
+	fi
+	want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+	[[ -f $stamp && "$(<"$stamp")" == "$want" ]] && return 0
+	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || die "npm ci in $dir failed"
+	printf '%s\n' "$want" >"$stamp"
+	did+=("test/sse npm ci")
+}
+
 install_packages
 install_runsc
 configure_containers
+install_sse_client
 
 if ((${#did[@]} == 0)); then
 	log "nothing to do: packages, runsc $RUNSC_VERSION and container config are in place"

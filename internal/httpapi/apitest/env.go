@@ -7,6 +7,7 @@ package apitest
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -95,6 +96,9 @@ type Options struct {
 	Wake func(ctx context.Context, b *event.Broker)
 	// MetricsToken is the bearer token GET /metrics accepts besides admins.
 	MetricsToken string
+	// Listener, when set, is where the server listens (a restarted server
+	// can take over its predecessor's address); nil: a fresh 127.0.0.1 port.
+	Listener net.Listener
 }
 
 // Env is one running API server and the services behind it.
@@ -110,6 +114,18 @@ type Env struct {
 	Broker   *event.Broker
 	Metrics  *metrics.Set
 	Contract *Contract
+
+	ts   *httptest.Server
+	stop context.CancelFunc
+}
+
+// Stop shuts the server down as a controller going away would: open
+// connections (streams included) are cut, the broker stops, and the
+// address is free for another server. The services stay usable.
+func (e *Env) Stop() {
+	e.ts.CloseClientConnections()
+	e.ts.Close()
+	e.stop()
 }
 
 // Start serves the API on 127.0.0.1 until the test ends. The server's log is
@@ -162,9 +178,14 @@ func Start(t testing.TB, opts Options) *Env {
 		t.Fatal(err)
 	}
 	e.Contract = c
-	ts := httptest.NewServer(e.Server)
+	ts := httptest.NewUnstartedServer(e.Server)
+	if opts.Listener != nil {
+		ts.Listener.Close()
+		ts.Listener = opts.Listener
+	}
+	ts.Start()
 	t.Cleanup(ts.Close)
-	e.URL = ts.URL
+	e.URL, e.ts, e.stop = ts.URL, ts, stop
 	return e
 }
 

@@ -94,6 +94,9 @@ type Options struct {
 	// Wake, when set, is called with the broker once it runs, to wake it
 	// from another source too (PostgreSQL notifications).
 	Wake func(ctx context.Context, b *event.Broker)
+	// BrokerPoll is how often the broker reads the feed without a wake-up
+	// (zero: its default).
+	BrokerPoll time.Duration
 	// MetricsToken is the bearer token GET /metrics accepts besides admins.
 	MetricsToken string
 	// Listener, when set, is where the server listens (a restarted server
@@ -149,7 +152,7 @@ func Start(t testing.TB, opts Options) *Env {
 	})
 	e := &Env{Store: db, Clock: clk, Auth: auth.New(db, clk), Billing: billing.New(db, clk)}
 	var set *metrics.Set
-	e.Broker = event.New(event.Config{Feed: db, Log: log, OnEvent: func(ev *store.JobEvent) { set.ObserveEvent(ev) }})
+	e.Broker = event.New(event.Config{Feed: db, Log: log, PollInterval: opts.BrokerPoll, OnEvent: func(ev *store.JobEvent) { set.ObserveEvent(ev) }})
 	set = metrics.New(metrics.Gauges{OpenStreams: e.Broker.Count,
 		QueueDepth: func() (int64, error) { return db.TaskQueuedCount(context.Background()) }})
 	e.Metrics = set

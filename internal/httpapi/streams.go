@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
@@ -134,6 +135,10 @@ func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscrip
 		}
 	}
 }
+
+// isJobEvent reports whether an event kind is about the job as a whole:
+// its frame is a job frame.
+func isJobEvent(kind string) bool { return strings.HasPrefix(kind, "job.") }
 
 // drain empties c without blocking: one read of the feed covers every
 // wake-up already queued.
@@ -270,7 +275,7 @@ func (s *Server) jobEventFrame(ctx context.Context, sse *sseWriter, e *store.Job
 	ev := job.EventView(e)
 	id := posID(e.Position)
 	switch kind := e.Kind; {
-	case len(kind) > 4 && kind[:4] == "job.":
+	case isJobEvent(kind):
 		jv, err := s.currentJob(ctx, e.JobID)
 		if err != nil {
 			return err
@@ -401,7 +406,7 @@ func (s *Server) jobWatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	emit := func(evs []*store.JobEvent) (bool, error) {
 		for _, e := range evs {
-			if len(e.Kind) < 4 || e.Kind[:4] != "job." {
+			if !isJobEvent(e.Kind) {
 				continue // watch streams carry job deltas only
 			}
 			j, err := s.store.JobGetByID(ctx, e.JobID)
@@ -506,7 +511,7 @@ func (s *Server) projectStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	emit := func(evs []*store.JobEvent) (bool, error) {
 		for _, e := range evs {
-			if len(e.Kind) < 4 || e.Kind[:4] != "job." {
+			if !isJobEvent(e.Kind) {
 				continue // job deltas only
 			}
 			j, err := s.store.JobGetByID(ctx, e.JobID)

@@ -226,6 +226,11 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
 			}
 			cursor = missed[len(missed)-1].Position
 		}
+		if j.Status.IsTerminal() {
+			// The client had seen the end but not what was committed
+			// with it.
+			return s.streamEnd(r, s.jobDone(ctx, sse, j.ID))
+		}
 	} else {
 		snap, err := s.jobSnapshot(ctx, j.ID, cursor, resync)
 		if err != nil {

@@ -254,6 +254,9 @@ type JobEvent struct {
 	AttemptID string          `json:"attempt_id,omitempty"`
 	Data      json.RawMessage `json:"data"`
 	CreatedAt time.Time       `json:"created_at"`
+	// Position orders every job's events in the order they were committed;
+	// a stream frame's id is its event's position.
+	Position int64 `json:"position"`
 }
 
 // JobCancelRequest is the optional body of PUT /api/v1/jobs/:id/cancel.
@@ -387,4 +390,64 @@ type ResultFilters struct {
 	Since        *string  `json:"since,omitempty"`
 	IncludeTasks bool     `json:"include_tasks"`
 	Ignored      []string `json:"ignored,omitempty"`
+}
+
+// JobMetrics answers GET /api/v1/jobs/:id/metrics (docs/streams.md). Times
+// are seconds; a duration still under way counts up to now.
+type JobMetrics struct {
+	JobID  string `json:"job_id"`
+	Status string `json:"status"`
+	// QueueTimeS is submission to the first task's start (to now while
+	// nothing started); RunTimeS is the first start to the job's end (to
+	// now while it runs), null before anything started.
+	QueueTimeS float64  `json:"queue_time_s"`
+	RunTimeS   *float64 `json:"run_time_s"`
+	// Attempts counts the job's attempts by how they ended (assigned and
+	// running for those under way): succeeded, failed, infra, lost,
+	// cancelled.
+	Attempts      map[string]int64 `json:"attempts"`
+	AttemptsTotal int64            `json:"attempts_total"`
+	// Requeues counts attempts after which the task went back to the
+	// queue: retries (charged to max_retries) and free requeues.
+	Requeues      JobRequeues      `json:"requeues"`
+	Tasks         map[string]int64 `json:"tasks"`
+	BilledSeconds int64            `json:"billed_seconds"`
+	CostUSD       USD              `json:"cost_usd"`
+	// TaskDurationsS summarises the run time of the tasks that ended
+	// after running (the sum of their attempts' run times).
+	TaskDurationsS DurationStats `json:"task_durations_s"`
+}
+
+// JobRequeues splits a job's requeues by kind.
+type JobRequeues struct {
+	Total   int64 `json:"total"`
+	Retries int64 `json:"retries"`
+	Free    int64 `json:"free"`
+}
+
+// DurationStats are percentiles (nearest rank) of a set of durations in
+// seconds; null when the set is empty.
+type DurationStats struct {
+	Count int64    `json:"count"`
+	P50   *float64 `json:"p50"`
+	P95   *float64 `json:"p95"`
+	Max   *float64 `json:"max"`
+}
+
+// LeaseStatus answers GET /api/v1/leases/:job_id (spec 2.9). A lease is
+// one attempt: a task handed to a host.
+type LeaseStatus struct {
+	JobID       string          `json:"job_id"`
+	Leases      LeaseCounts     `json:"leases"`
+	Reservation json.RawMessage `json:"reservation"` // null: only best_effort admission exists
+}
+
+// LeaseCounts counts a job's leases: total handed out, done (succeeded),
+// failed (ended the task's attempt in failure, charged or final) and
+// requeued (ended with the task back in the queue).
+type LeaseCounts struct {
+	Total    int64 `json:"total"`
+	Done     int64 `json:"done"`
+	Failed   int64 `json:"failed"`
+	Requeued int64 `json:"requeued"`
 }

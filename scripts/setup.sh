@@ -6,7 +6,7 @@
 # - Debian packages: buildah and its network stack (netavark, aardvark-dns,
 #   iptables: RUN steps get buildah's private bridge), crun, umoci, skopeo,
 #   debootstrap (the tests' local Debian base image), iproute2 (multi-host
-#   tests), postgresql (the PostgreSQL store tests). `apt-get update` runs only
+#   tests), postgresql (the PostgreSQL store tests), prometheus (promtool). `apt-get update` runs only
 #   when one is missing.
 # - The pinned runsc at /usr/local/lib/skiff/runsc, built with `go install`
 #   (about 3 minutes cold). Debian's runsc is from 2022: it cannot run buildah's
@@ -34,6 +34,8 @@ APT_PACKAGES=(
 	buildah crun umoci skopeo netavark aardvark-dns iptables uidmap
 	debootstrap iproute2 postgresql ca-certificates
 )
+# promtool (Debian's prometheus) checks GET /metrics in internal/metrics' tests.
+APT_PACKAGES+=(prometheus)
 
 # Go usually lives here on CI machines without being on root's PATH.
 if [[ -d /usr/local/go/bin ]]; then
@@ -117,35 +119,52 @@ configure_containers() {
 	fi
 }
 
-PAYMENTS_DIR="$(cd "$(dirname "$0")/.." && pwd)/test/payments"
+ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-install_node_harness() {
-	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-		need_root "Node.js and npm"
-		log "installing nodejs npm"
-		export DEBIAN_FRONTEND=noninteractive
-		apt-get update -qq
-		apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
-		did+=("packages: nodejs npm")
-	fi
-	local stamp="$PAYMENTS_DIR/node_modules/.skiff-lock.sha256" want
-	want="$(sha256sum "$PAYMENTS_DIR/package-lock.json" | cut -d' ' -f1)"
-	if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-		return 0
-	fi
-	log "npm ci in test/payments"
-	(cd "$PAYMENTS_DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+# The npm test harnesses (test/*: the payment clients, the SSE client) need
+# Node.js and npm: Debian's, when they are absent.
+install_node() {
+	command -v node >/dev/null && command -v npm >/dev/null && return 0
+	need_root "Node.js and npm"
+	log "installing nodejs npm"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+	did+=("packages: nodejs npm")
+}
+
+# npm_ci DIR installs DIR's locked npm dependencies (npm ci from its
+# committed package-lock.json), again only when the lockfile changed.
+npm_ci() {
+	local dir="$ROOT_DIR/$1" stamp want
+	stamp="$dir/node_modules/.skiff-lock.sha256"
+	want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
+	[[ -f $stamp && "$(<"$stamp")" == "$want" ]] && return 0
+	log "npm ci in $1"
+	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || die "npm ci in $1 failed"
 	printf '%s\n' "$want" >"$stamp"
-	did+=("npm ci test/payments")
+	did+=("npm ci $1")
+}
+
+# Debian's prometheus package, installed for promtool, also ships a server
+# that systemd would start listening on every interface: keep it stopped.
+quiet_prometheus() {
+	command -v systemctl >/dev/null || return 0
+	systemctl is-enabled prometheus >/dev/null 2>&1 || systemctl is-active prometheus >/dev/null 2>&1 || return 0
+	systemctl disable --now prometheus >/dev/null 2>&1 || true
+	did+=("prometheus service disabled")
 }
 
 install_packages
+quiet_prometheus
 install_runsc
 configure_containers
-install_node_harness
+install_node
+npm_ci test/payments
+npm_ci test/sse
 
 if ((${#did[@]} == 0)); then
-	log "nothing to do: packages, runsc $RUNSC_VERSION, container config and the payment harness are in place"
+	log "nothing to do: packages, runsc $RUNSC_VERSION, container config and the npm test harnesses are in place"
 else
 	log "done: ${did[*]}"
 fi

@@ -17,13 +17,16 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/event"
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/metrics"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/sandbox"
+	"github.com/skiffhq/skiff/internal/store/postgres"
 	"github.com/skiffhq/skiff/internal/wake"
 )
 
@@ -37,6 +40,15 @@ type serverFlags struct {
 	host         hostFlags
 	rates        rateFlags
 	payments     paymentFlags
+	streams      streamFlags
+	metricsToken string
+}
+
+// streamFlags configure the event streams (docs/streams.md).
+type streamFlags struct {
+	timeout      time.Duration
+	pingInterval time.Duration
+	perAccount   int
 }
 
 // hostFlags configure the local host that runs tasks on this machine.
@@ -75,6 +87,10 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.Float64Var(&f.host.cpus, "host-cpus", 0, "CPU cores the local host lends tasks (0: all) (env SKIFF_HOST_CPUS)")
 	fs.Int64Var(&f.host.memoryMB, "host-memory-mb", 0, "memory in MiB the local host lends tasks (0: all) (env SKIFF_HOST_MEMORY_MB)")
 	fs.BoolVar(&f.host.disabled, "no-local-host", false, "run no local host: tasks wait for remote hosts (env SKIFF_NO_LOCAL_HOST)")
+	fs.DurationVar(&f.streams.timeout, "stream-timeout", time.Hour, "life of one event stream; it then sends a timeout frame and the client reconnects (env SKIFF_STREAM_TIMEOUT)")
+	fs.DurationVar(&f.streams.pingInterval, "stream-ping-interval", 15*time.Second, "how often an idle event stream sends a ping frame (env SKIFF_STREAM_PING_INTERVAL)")
+	fs.IntVar(&f.streams.perAccount, "stream-max-per-account", 100, "event streams one account may hold open; one more gets 429 (env SKIFF_STREAM_MAX_PER_ACCOUNT)")
+	fs.StringVar(&f.metricsToken, "metrics-token", "", "bearer token that may read GET /metrics besides admin keys and loopback requests (env SKIFF_METRICS_TOKEN)")
 	f.rates.register(fs)
 	f.payments.register(fs)
 	return fs
@@ -128,6 +144,28 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	bill.SetRates(prices)
+	if f.streams.timeout <= 0 || f.streams.pingInterval <= 0 || f.streams.perAccount <= 0 {
+		return fmt.Errorf("--stream-timeout, --stream-ping-interval and --stream-max-per-account must be positive")
+	}
+	// Metrics count the lifecycle events the broker reads; its gauges are
+	// read when scraped, once everything below exists.
+	var broker *event.Broker
+	var hosts func() map[string]int
+	set := metrics.New(metrics.Gauges{OpenStreams: func() int { return broker.Count() },
+		QueueDepth: func() (int64, error) { return db.TaskQueuedCount(context.Background()) },
+		Hosts:      func() map[string]int { return hosts() }})
+	// The broker wakes the streams: after each local commit (the jobs
+	// service writes through NotifyingStore) and, on PostgreSQL, on the
+	// notification of a commit on any controller.
+	broker = event.New(event.Config{Feed: db, Log: log.With("component", "events"), OnEvent: set.ObserveEvent})
+	brokerCtx, stopBroker := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBroker()
+	if err := broker.Start(brokerCtx); err != nil {
+		return fmt.Errorf("start event broker: %w", err)
+	}
+	if f.databaseURL != "" {
+		go postgres.Listen(brokerCtx, f.databaseURL, postgres.EventChannel, broker.Wake, log.With("component", "events"))
+	}
 	limits := submit.Limits{Presets: submit.DefaultPresets()}
 	if err := submit.ValidatePresets(limits); err != nil {
 		return err
@@ -140,8 +178,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	// The job service wakes what the controller's long-polling hosts wait
 	// on; neither needs the other to exist first.
 	hostWake := wake.New()
-	jobs := job.New(job.Config{Store: db, Clock: clk, Logger: log.With("component", "jobs"), Billing: bill, Limits: limits,
-		Wake: hostWake})
+	jobs := job.New(job.Config{Store: event.NotifyingStore(db, broker), Clock: clk, Logger: log.With("component", "jobs"),
+		Billing: bill, Limits: limits, Wake: hostWake})
 	hostImages := &ociimage.Cache{
 		Root: filepath.Join(dataDir, "host", "images"), MountPoints: sandbox.MountPoints(), Logger: log.With("component", "host"),
 	}
@@ -150,15 +188,19 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir,
-		Jobs: jobs, Preparer: local, Floor: bill})
+		Jobs: jobs, Preparer: local, Floor: bill, OnBuild: set.ObserveBuild})
 	defer projects.Close()
 	api := httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
 		Projects: projects, Jobs: jobs, Version: Version, Payments: payments,
 		AuthRatePerAddress: f.payments.ratePerAddress, AuthRatePerIP: f.payments.ratePerIP,
+		Streams: httpapi.StreamConfig{Broker: broker, Timeout: f.streams.timeout, PingInterval: f.streams.pingInterval,
+			PerAccount: f.streams.perAccount},
+		Metrics: set, MetricsToken: f.metricsToken,
 	})
 	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk,
 		Log: log.With("component", "controller"), ImagesDir: imagesDir})
+	hosts = ctrl.HostCounts
 	mux := http.NewServeMux()
 	mux.Handle("/agent/v1/", httpapi.AgentHandler(ctrl, log.With("component", "agentapi")))
 	mux.Handle("/", api)
@@ -193,6 +235,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	// its attempts and reports them (they are requeued free) before the
 	// listener closes.
 	core.stop()
+	// Open streams end now (their subscriptions close), so that draining
+	// does not wait for them; their clients reconnect with Last-Event-ID.
+	stopBroker()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -142,6 +142,15 @@ func (c *Controller) host(id string) *host {
 	return c.hosts[id]
 }
 
+// HostCounts counts hosts by state, for metrics: registered (answering
+// within LostAfter) and enrolled (a credential allowed, whether or not
+// registered).
+func (c *Controller) HostCounts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return map[string]int{"registered": len(c.hosts), "enrolled": len(c.tokens)}
+}
+
 // hostCount is how many hosts are registered.
 func (c *Controller) hostCount() int {
 	c.mu.Lock()

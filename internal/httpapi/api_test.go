@@ -115,7 +115,14 @@ const (
 
 func setup(t *testing.T, eng apitest.Engine) *fixture {
 	t.Helper()
-	e := apitest.Start(t, apitest.Options{Store: eng.Open(t)})
+	return setupWith(t, eng, apitest.Options{})
+}
+
+// setupWith is setup with server options (the store is eng's).
+func setupWith(t *testing.T, eng apitest.Engine, opts apitest.Options) *fixture {
+	t.Helper()
+	opts.Store = eng.Open(t)
+	e := apitest.Start(t, opts)
 	f := &fixture{e: e, acct: e.NewAccount(t, "acme"), anon: e.Client("")}
 	f.member, f.viewer = e.Client(f.acct.Member), e.Client(f.acct.Viewer)
 	f.member.Post(t, "/api/v1/projects", map[string]any{"name": fixtureProject}).Want(t, http.StatusCreated)
@@ -224,6 +231,11 @@ func authRoutes(t *testing.T, e *apitest.Env) []httpapi.Route {
 		}
 	}
 	return out
+}
+
+// isStream reports whether a route answers with an event stream.
+func isStream(rt httpapi.Route) bool {
+	return strings.HasSuffix(rt.Pattern, "/stream") || rt.Pattern == "/api/v1/jobs/watch"
 }
 
 // jsonEqual compares two JSON texts by value.

@@ -82,6 +82,9 @@ func testViewerCannotWrite(t *testing.T, f *fixture) {
 	var writes int
 	for _, rt := range authRoutes(t, f.e) {
 		path := fill(rt.Pattern, fixtureProject)
+		if isStream(rt) {
+			continue // streams never end by themselves: TestStreams has a viewer read one
+		}
 		if !isWrite(rt) {
 			// A viewer reads what a member of the account reads.
 			v := f.viewer.Do(t, apitest.Request{Method: rt.Method, Path: path})

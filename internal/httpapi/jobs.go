@@ -480,3 +480,29 @@ func (s *Server) jobEditRequirements(w http.ResponseWriter, r *http.Request) err
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }
+
+func (s *Server) jobMetrics(w http.ResponseWriter, r *http.Request) error {
+	j, err := s.jobFor(r, "id")
+	if err != nil {
+		return err
+	}
+	m, err := s.jobs.Metrics(r.Context(), j)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+func (s *Server) leaseGet(w http.ResponseWriter, r *http.Request) error {
+	j, err := s.jobFor(r, "job_id")
+	if err != nil {
+		return err
+	}
+	l, err := s.jobs.Leases(r.Context(), j)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, l)
+	return nil
+}

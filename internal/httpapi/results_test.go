@@ -289,8 +289,8 @@ func testExecutionViews(t *testing.T, f *fixture) {
 		evs.Events[1].TaskID != a1.TaskID || evs.Events[1].AttemptID != a1.ID || string(evs.Events[1].Data) != `{"exit_code":1}` {
 		t.Errorf("got events %s", r.Body)
 	}
-	wantKeys(t, "job event", rawEvs.Events[0], "id", "kind", "data", "created_at")
-	wantKeys(t, "attempt event", rawEvs.Events[1], "id", "kind", "task_id", "attempt_id", "data", "created_at")
+	wantKeys(t, "job event", rawEvs.Events[0], "id", "kind", "data", "created_at", "position")
+	wantKeys(t, "attempt event", rawEvs.Events[1], "id", "kind", "task_id", "attempt_id", "data", "created_at", "position")
 	c.Get(t, jobPath(j.ID, "/events?limit=1")).JSON(t, http.StatusOK, &evs)
 	if evs.Count != 1 || evs.Events[0].Kind != "job.submitted" {
 		t.Errorf("limit=1: got %+v", evs)

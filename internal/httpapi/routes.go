@@ -37,6 +37,7 @@ func (s *Server) routes() []route {
 		{"GET", "/live", public, s.health},
 		{"GET", "/ready", public, s.ready},
 		{"GET", "/openapi.json", public, s.openAPI},
+		{"GET", "/metrics", public, s.metricsGet}, // gated by metricsGet itself (spec 5.4)
 		{"GET", "/docs/projects/project-manifest", public, markdownPage("manifest.md")},
 		{"GET", "/docs/pricing", public, s.pricingPage},
 
@@ -68,6 +69,7 @@ func (s *Server) routes() []route {
 		{"POST", "/api/v1/projects/{name}/invalidate", write, s.projectInvalidate},
 		{"GET", "/api/v1/projects/{name}/status", readOnly, s.projectStatus},
 		{"GET", "/api/v1/projects/{name}/status/details", readOnly, s.projectStatusDetails},
+		{"GET", "/api/v1/projects/{name}/stream", readOnly, s.projectStream},
 		{"GET", "/api/v1/projects/{name}/kv", readOnly, s.kvList},
 		{"PUT", "/api/v1/projects/{name}/kv/{key...}", write, s.kvPut},
 		{"GET", "/api/v1/projects/{name}/kv/{key...}", readOnly, s.kvGet},
@@ -78,10 +80,14 @@ func (s *Server) routes() []route {
 		{"POST", "/api/v1/jobs", write, s.jobSubmit},
 		{"GET", "/api/v1/jobs", readOnly, s.jobList},
 		{"POST", "/api/v1/jobs/batch", write, s.jobBatch},
+		{"GET", "/api/v1/jobs/watch", readOnly, s.jobWatch},
 		{"GET", "/api/v1/jobs/{id}", readOnly, s.jobGet},
 		{"GET", "/api/v1/jobs/{id}/output", readOnly, s.jobOutput},
 		{"GET", "/api/v1/jobs/{id}/tasks", readOnly, s.jobTasks},
 		{"GET", "/api/v1/jobs/{id}/events", readOnly, s.jobEvents},
+		{"GET", "/api/v1/jobs/{id}/stream", readOnly, s.jobStream},
+		{"GET", "/api/v1/jobs/{id}/metrics", readOnly, s.jobMetrics},
+		{"GET", "/api/v1/leases/{job_id}", readOnly, s.leaseGet},
 		{"PUT", "/api/v1/jobs/{id}/cancel", write, s.jobCancel},
 		{"PATCH", "/api/v1/jobs/{id}/requirements", write, s.jobEditRequirements},
 		{"GET", "/api/v1/presets", readOnly, s.presets},
@@ -108,7 +114,7 @@ func (s *Server) mux() *http.ServeMux {
 	methods := map[string][]string{}
 	var paths []string
 	for _, rt := range s.routes() {
-		h := s.adapt(s.authorize(rt.access, rt.handler))
+		h := s.instrument(rt.method+" "+rt.pattern, rt.pattern, s.adapt(s.authorize(rt.access, rt.handler)))
 		mux.Handle(rt.method+" "+rt.pattern, h)
 		if _, seen := methods[rt.pattern]; !seen {
 			paths = append(paths, rt.pattern)
@@ -131,10 +137,10 @@ func (s *Server) mux() *http.ServeMux {
 			}
 		}
 	}
-	notFound := s.adapt(func(w http.ResponseWriter, r *http.Request) error {
+	notFound := s.instrument("unmatched", "", s.adapt(func(w http.ResponseWriter, r *http.Request) error {
 		return fault.New(fault.KindNotFound, "route_not_found", "See /openapi.json for the endpoints that exist.",
 			"no endpoint %s %s", r.Method, strings.TrimSpace(r.URL.Path))
-	})
+	}))
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h, pattern := known.Handler(r); pattern != "" {
 			h.ServeHTTP(w, r)

@@ -11,6 +11,7 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/metrics"
 	"github.com/skiffhq/skiff/internal/payment"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/ratelimit"
@@ -36,6 +37,11 @@ type Config struct {
 	// AuthRatePerAddress and AuthRatePerIP limit wallet challenge and
 	// verify requests per minute (0: the defaults, negative: unlimited).
 	AuthRatePerAddress, AuthRatePerIP int
+	Streams                           StreamConfig
+	// Metrics is served at GET /metrics (nil: 503) to admins, to a bearer
+	// MetricsToken (when set) and to requests from loopback.
+	Metrics      *metrics.Set
+	MetricsToken string
 }
 
 // Server serves the API.
@@ -52,6 +58,12 @@ type Server struct {
 
 	limitAddress, limitIP *ratelimit.Keyed
 
+	streams    StreamConfig
+	streamCaps streamCaps
+
+	metrics      *metrics.Set
+	metricsToken string
+
 	// coreStarted is set once the controller's background loops run;
 	// draining once shutdown began. /ready reports both.
 	coreStarted atomic.Bool
@@ -65,7 +77,9 @@ func New(cfg Config) *Server {
 	s := &Server{log: cfg.Logger, clock: cfg.Clock, store: cfg.Store, auth: cfg.Auth, billing: cfg.Billing,
 		projects: cfg.Projects, jobs: cfg.Jobs, version: cfg.Version, payments: cfg.Payments,
 		limitAddress: ratelimit.NewKeyed(orDefault(cfg.AuthRatePerAddress, DefaultAuthRatePerAddress)),
-		limitIP:      ratelimit.NewKeyed(orDefault(cfg.AuthRatePerIP, DefaultAuthRatePerIP))}
+		limitIP:      ratelimit.NewKeyed(orDefault(cfg.AuthRatePerIP, DefaultAuthRatePerIP)),
+		streams:      cfg.Streams, metrics: cfg.Metrics, metricsToken: cfg.MetricsToken}
+	s.streams.fill()
 	s.handler = s.middleware(s.mux())
 	return s
 }

@@ -31,6 +31,12 @@ func (s *Service) Claim(ctx context.Context, p *store.TaskClaimParams) (*store.T
 		if err != nil {
 			return err
 		}
+		// The task's move to running is an event of its own, so that a
+		// stream shows it (docs/streams.md).
+		if err := s.event(ctx, q, a.JobID, a.TaskID, a.ID, "attempt.assigned",
+			map[string]any{"attempt_number": a.Number, "worker_handle": a.HostID}, p.Now); err != nil {
+			return err
+		}
 		_, err = q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: t.JobID, From: []store.JobStatus{store.JobQueued},
 			To: store.JobRunning, Now: p.Now})
 		if err == nil {
@@ -80,7 +86,29 @@ func (s *Service) AttemptProgress(ctx context.Context, a *store.Attempt, progres
 	if tail != "" {
 		p.OutputTail = &tail
 	}
-	return s.store.TaskSetProgress(ctx, p)
+	return s.store.InTx(ctx, func(q store.Querier) error {
+		if err := q.TaskSetProgress(ctx, p); err != nil {
+			return err
+		}
+		return s.progressEvent(ctx, q, a, progress, tail, p.Now)
+	})
+}
+
+// progressEvent records what a running attempt printed (its latest progress
+// and output tail) as a task.progress event, the source of a stream's live
+// task frames. Nothing to record, no event.
+func (s *Service) progressEvent(ctx context.Context, q store.Querier, a *store.Attempt, progress json.RawMessage, tail string, now time.Time) error {
+	if len(progress) == 0 && tail == "" {
+		return nil
+	}
+	data := map[string]any{"attempt_number": a.Number}
+	if len(progress) > 0 {
+		data["progress"] = progress
+	}
+	if tail != "" {
+		data["output_tail"] = tail
+	}
+	return s.event(ctx, q, a.JobID, a.TaskID, a.ID, "task.progress", data, now)
 }
 
 // AttemptLost ends an open attempt that its host no longer runs (the host
@@ -168,6 +196,11 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 	err = s.store.InTx(ctx, func(q store.Querier) error {
 		// Lock order: task and attempt (AttemptFinish), then job.
 		if _, err := q.AttemptFinish(ctx, p); err != nil {
+			return err
+		}
+		// The last output lines come before the end (spec 6: a stream
+		// shows them before the terminal frame).
+		if err := s.progressEvent(ctx, q, a, progress, tail, now); err != nil {
 			return err
 		}
 		if err := s.event(ctx, q, a.JobID, a.TaskID, a.ID, d.Event, data, now); err != nil {

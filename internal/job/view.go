@@ -230,7 +230,7 @@ func AttemptView(a *store.Attempt, now time.Time) apiv1.TaskAttempt {
 // EventView shows one job event.
 func EventView(e *store.JobEvent) apiv1.JobEvent {
 	return apiv1.JobEvent{ID: e.ID, Kind: e.Kind, TaskID: e.TaskID, AttemptID: e.AttemptID, Data: jsonOrEmpty(e.Data),
-		CreatedAt: e.CreatedAt}
+		CreatedAt: e.CreatedAt, Position: e.Position}
 }
 
 // ResultCommonView is the result object's job-level part; summary comes

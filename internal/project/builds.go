@@ -186,6 +186,7 @@ func (b *builds) run(ctx context.Context, queued *store.Push) {
 			return
 		}
 		log.Info("build published", "image_digest", res.ImageDigest)
+		s.onBuild("published", time.Since(start))
 		s.removeContext(pu)
 	case ctx.Err() != nil:
 		// Shutdown: leave it building; the next start requeues it.
@@ -194,10 +195,12 @@ func (b *builds) run(ctx context.Context, queued *store.Push) {
 		var ue *UserBuildError
 		if errors.As(err, &ue) {
 			log.Info("build failed", "reason", ue.Message)
+			s.onBuild("failed", time.Since(start))
 			b.finishFailed(ctx, pu, ue.Message, ue.NextAction, tail.String())
 			return
 		}
 		log.Error("build failed on the platform side", "err", err)
+		s.onBuild("platform_error", time.Since(start))
 		b.finishFailed(ctx, pu, "the build failed on the platform side; this was not caused by your project",
 			"Push again in a few minutes; if it keeps failing, report it with push_ref "+pu.ID+".", tail.String())
 	}

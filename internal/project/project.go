@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/clock"
@@ -30,6 +31,7 @@ type Service struct {
 	log     *slog.Logger
 	dataDir string
 	jobs    ActiveJobCounter
+	onBuild func(outcome string, d time.Duration)
 
 	preparer Preparer
 	floor    FloorChecker
@@ -57,12 +59,19 @@ type Config struct {
 	Floor FloorChecker
 	// DataDir holds push uploads and build contexts (under pushes/).
 	DataDir string
+	// OnBuild, when set, is told how each build ended (published, failed,
+	// platform_error) and how long it took (metrics).
+	OnBuild func(outcome string, d time.Duration)
 }
 
 func New(cfg Config) *Service {
 	bg, cancel := context.WithCancel(context.Background())
+	onBuild := cfg.OnBuild
+	if onBuild == nil {
+		onBuild = func(string, time.Duration) {}
+	}
 	return &Service{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, jobs: cfg.Jobs, dataDir: cfg.DataDir,
-		preparer: cfg.Preparer, floor: cfg.Floor, bgCtx: bg, bgCancel: cancel}
+		preparer: cfg.Preparer, floor: cfg.Floor, bgCtx: bg, bgCancel: cancel, onBuild: onBuild}
 }
 
 // Get finds a project of the account; another account's project is not found.

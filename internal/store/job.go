@@ -229,6 +229,25 @@ type JobEvent struct {
 	Kind      string // job.submitted, job.queued, task.started, attempt.infra_requeued, attempt.lost, ...
 	Data      json.RawMessage
 	CreatedAt time.Time
+	// Position is the event's place in the order events became visible:
+	// greater than every event committed before it, across all jobs. Set
+	// by the store; zero until the event's transaction committed.
+	Position int64
+	// AccountID and ProjectID are the job's, set by JobEventFeed only (so
+	// that a stream can route an event without reading its job).
+	AccountID string
+	ProjectID string
+}
+
+// JobEventFeedParams selects committed events after a position, oldest
+// first: of the jobs in JobIDs when set, of one account's or one project's
+// jobs when AccountID or ProjectID is set. Limit <= 0 means no limit.
+type JobEventFeedParams struct {
+	After     int64
+	JobIDs    []string
+	AccountID string
+	ProjectID string
+	Limit     int
 }
 
 // JobCreateParams is a whole admission. The job is stored with its given
@@ -403,7 +422,17 @@ type JobStore interface {
 	AttemptListOpen(ctx context.Context, hostID string) ([]*Attempt, error)
 
 	JobEventCreate(ctx context.Context, e *JobEvent) error
-	// JobEventList lists a job's events oldest first (ties in id order);
-	// limit <= 0 means all.
+	// JobEventList lists a job's events oldest first (by position; inside
+	// the transaction that writes them, its own events come last); limit <=
+	// 0 means all.
 	JobEventList(ctx context.Context, jobID string, limit int) ([]*JobEvent, error)
+	// JobEventFeed lists committed events after a position, by position:
+	// what streams read. An event is listed only once every event of a
+	// smaller position is visible too, so a reader that resumes after the
+	// last position it read never skips one.
+	JobEventFeed(ctx context.Context, p *JobEventFeedParams) ([]*JobEvent, error)
+	// JobEventLastPosition is the greatest position committed (0: none).
+	JobEventLastPosition(ctx context.Context) (int64, error)
+	// TaskQueuedCount counts the tasks waiting for capacity, of every job.
+	TaskQueuedCount(ctx context.Context) (int64, error)
 }

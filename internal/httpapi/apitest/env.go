@@ -5,7 +5,9 @@
 package apitest
 
 import (
+	"context"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -16,9 +18,11 @@ import (
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/event"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/metrics"
 	"github.com/skiffhq/skiff/internal/payment"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/store"
@@ -54,6 +58,20 @@ type Options struct {
 	// (0: the defaults, negative: unlimited).
 	WalletPolicy                      *auth.WalletPolicy
 	AuthRatePerAddress, AuthRatePerIP int
+	// Streams configures the event streams; its Broker is the Env's own
+	// (a zero value gets the server's defaults).
+	Streams httpapi.StreamConfig
+	// Wake, when set, is called with the broker once it runs, to wake it
+	// from another source too (PostgreSQL notifications).
+	Wake func(ctx context.Context, b *event.Broker)
+	// BrokerPoll is how often the broker reads the feed without a wake-up
+	// (zero: its default).
+	BrokerPoll time.Duration
+	// MetricsToken is the bearer token GET /metrics accepts besides admins.
+	MetricsToken string
+	// Listener, when set, is where the server listens (a restarted server
+	// can take over its predecessor's address); nil: a fresh 127.0.0.1 port.
+	Listener net.Listener
 }
 
 // Env is one running API server and the services behind it.
@@ -67,7 +85,21 @@ type Env struct {
 	Projects *project.Service
 	Jobs     *job.Service
 	Payments *payment.Service
+	Broker   *event.Broker
+	Metrics  *metrics.Set
 	Contract *Contract
+
+	ts   *httptest.Server
+	stop context.CancelFunc
+}
+
+// Stop shuts the server down as a controller going away would: open
+// connections (streams included) are cut, the broker stops, and the
+// address is free for another server. The services stay usable.
+func (e *Env) Stop() {
+	e.ts.CloseClientConnections()
+	e.ts.Close()
+	e.stop()
 }
 
 // Start serves the API on 127.0.0.1 until the test ends. The server's log is
@@ -90,11 +122,32 @@ func Start(t testing.TB, opts Options) *Env {
 		}
 	})
 	e := &Env{Store: db, Clock: clk, Auth: auth.New(db, clk), Billing: billing.New(db, clk)}
-	e.Jobs = job.New(job.Config{Store: db, Clock: clk, Logger: log, Billing: e.Billing,
+	var set *metrics.Set
+	e.Broker = event.New(event.Config{Feed: db, Log: log, PollInterval: opts.BrokerPoll, OnEvent: func(ev *store.JobEvent) { set.ObserveEvent(ev) }})
+	set = metrics.New(metrics.Gauges{OpenStreams: e.Broker.Count,
+		QueueDepth: func() (int64, error) { return db.TaskQueuedCount(context.Background()) }})
+	e.Metrics = set
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	if err := e.Broker.Start(ctx); err != nil {
+		t.Fatalf("start event broker: %v", err)
+	}
+	if opts.Wake != nil {
+		opts.Wake(ctx, e.Broker)
+	}
+	streams := opts.Streams
+	streams.Broker = e.Broker
+	e.Jobs = job.New(job.Config{Store: event.NotifyingStore(db, e.Broker), Clock: clk, Logger: log, Billing: e.Billing,
 		Limits: submit.Limits{Presets: submit.DefaultPresets()}})
 	e.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, Jobs: e.Jobs, DataDir: t.TempDir()})
 	t.Cleanup(e.Projects.Close)
+	// The server's address is known before it is built: wallet messages
+	// and payment resources name it.
 	ts := httptest.NewUnstartedServer(nil)
+	if opts.Listener != nil {
+		ts.Listener.Close()
+		ts.Listener = opts.Listener
+	}
 	e.URL = "http://" + ts.Listener.Addr().String()
 	e.Auth.SetWallet(auth.WalletConfig{PublicURL: e.URL, Policy: opts.WalletPolicy})
 	var pcfg payment.Config
@@ -110,6 +163,7 @@ func Start(t testing.TB, opts Options) *Env {
 	e.Server = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
 		Version: "test", Payments: e.Payments, AuthRatePerAddress: opts.AuthRatePerAddress, AuthRatePerIP: opts.AuthRatePerIP,
+		Streams: streams, Metrics: e.Metrics, MetricsToken: opts.MetricsToken,
 	})
 	e.Server.SetCoreStarted(true)
 	c, err := LoadContract(openapi.Document, e.Server.Routes())
@@ -120,6 +174,7 @@ func Start(t testing.TB, opts Options) *Env {
 	ts.Config.Handler = e.Server
 	ts.Start()
 	t.Cleanup(ts.Close)
+	e.ts, e.stop = ts, stop
 	return e
 }
 

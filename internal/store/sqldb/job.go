@@ -610,9 +610,11 @@ func scanJobEvent(s scanner) (*store.JobEvent, error) {
 	var e store.JobEvent
 	var data string
 	var created int64
-	if err := s.Scan(&e.ID, &e.JobID, &e.TaskID, &e.AttemptID, &e.Kind, &data, &created); err != nil {
+	var position sql.NullInt64
+	if err := s.Scan(&e.ID, &e.JobID, &e.TaskID, &e.AttemptID, &e.Kind, &data, &created, &position); err != nil {
 		return nil, err
 	}
+	e.Position = position.Int64
 	e.Data = []byte(data)
 	e.CreatedAt = fromMicros(created)
 	return &e, nil
@@ -635,4 +637,61 @@ func (q *queries) JobEventList(ctx context.Context, jobID string, limit int) ([]
 		return nil, q.mapErr(err)
 	}
 	return collect(rows, scanJobEvent)
+}
+
+func (q *queries) JobEventFeed(ctx context.Context, p *store.JobEventFeedParams) ([]*store.JobEvent, error) {
+	var b sqlBuilder
+	b.add(q.sql("JobEventFeedSelect"), p.After)
+	if len(p.JobIDs) > 0 {
+		vs := make([]any, len(p.JobIDs))
+		for i, id := range p.JobIDs {
+			vs[i] = id
+		}
+		if err := b.addList(q.sql("JobEventFeedByJob"), vs); err != nil {
+			return nil, err
+		}
+	}
+	if p.AccountID != "" {
+		b.add(q.sql("JobEventFeedByAccount"), p.AccountID)
+	}
+	if p.ProjectID != "" {
+		b.add(q.sql("JobEventFeedByProject"), p.ProjectID)
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = math.MaxInt32
+	}
+	b.add(q.sql("JobEventFeedPage"), limit)
+	rows, err := q.read.QueryContext(ctx, b.String(), b.args...)
+	if err != nil {
+		return nil, fmt.Errorf("job event feed: %w", q.mapErr(err))
+	}
+	return collect(rows, func(s scanner) (*store.JobEvent, error) {
+		var e store.JobEvent
+		var data string
+		var created int64
+		if err := s.Scan(&e.ID, &e.JobID, &e.TaskID, &e.AttemptID, &e.Kind, &data, &created, &e.Position,
+			&e.AccountID, &e.ProjectID); err != nil {
+			return nil, err
+		}
+		e.Data = []byte(data)
+		e.CreatedAt = fromMicros(created)
+		return &e, nil
+	})
+}
+
+func (q *queries) JobEventLastPosition(ctx context.Context) (int64, error) {
+	var n int64
+	if err := q.read.QueryRowContext(ctx, q.sql("JobEventLastPosition")).Scan(&n); err != nil {
+		return 0, fmt.Errorf("last job event position: %w", q.mapErr(err))
+	}
+	return n, nil
+}
+
+func (q *queries) TaskQueuedCount(ctx context.Context) (int64, error) {
+	var n int64
+	if err := q.read.QueryRowContext(ctx, q.sql("TaskQueuedCount")).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count queued tasks: %w", q.mapErr(err))
+	}
+	return n, nil
 }

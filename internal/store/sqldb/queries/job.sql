@@ -245,8 +245,34 @@ INSERT INTO job_events (id, job_id, task_id, attempt_id, kind, data, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7);
 
 -- name: JobEventList
-SELECT id, job_id, task_id, attempt_id, kind, data, created_at
-FROM job_events WHERE job_id = $1 ORDER BY created_at, id LIMIT $2;
+-- position is NULL only for the events of the reading transaction itself,
+-- not yet committed (on PostgreSQL, see migration 015): they come last.
+SELECT id, job_id, task_id, attempt_id, kind, data, created_at, position
+FROM job_events WHERE job_id = $1 ORDER BY position IS NULL, position, created_at, id LIMIT $2;
+
+-- name: JobEventFeedSelect
+-- "position > $1" also leaves out uncommitted events (NULL position).
+SELECT e.id, e.job_id, e.task_id, e.attempt_id, e.kind, e.data, e.created_at, e.position,
+       j.account_id, j.project_id
+FROM job_events e JOIN jobs j ON j.id = e.job_id WHERE e.position > $1
+
+-- name: JobEventFeedByJob
+AND e.job_id IN ($1)
+
+-- name: JobEventFeedByAccount
+AND j.account_id = $1
+
+-- name: JobEventFeedByProject
+AND j.project_id = $1
+
+-- name: JobEventFeedPage
+ORDER BY e.position LIMIT $1
+
+-- name: JobEventLastPosition
+SELECT COALESCE(MAX(position), 0) FROM job_events;
+
+-- name: TaskQueuedCount
+SELECT COUNT(*) FROM tasks WHERE status = 'queued';
 
 -- name: JobDepCreateBatch
 -- Shared: $1 job_id. Per row: $2 depends_on.

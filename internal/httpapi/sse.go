@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/event"
+	"github.com/skiffhq/skiff/internal/fault"
+)
+
+// StreamConfig configures the server-sent event streams (docs/streams.md).
+type StreamConfig struct {
+	// Broker wakes streams when events commit; nil answers every stream
+	// 503.
+	Broker *event.Broker
+	// Timeout is a stream's life; it then sends a timeout frame and ends.
+	// Default 1 hour.
+	Timeout time.Duration
+	// PingInterval is how often an idle stream sends a ping frame. Default
+	// 15 s.
+	PingInterval time.Duration
+	// PerAccount caps the streams one account holds open; one more gets
+	// 429 with Retry-After. Default 100.
+	PerAccount int
+	// ReplayLimit is the most events a resume replays: a client that
+	// missed more gets a fresh snapshot (resync gap_too_large). Default
+	// 10,000.
+	ReplayLimit int
+	// WriteTimeout bounds the write of one frame: a client that does not
+	// read is dropped. Default 10 s.
+	WriteTimeout time.Duration
+}
+
+func (c *StreamConfig) fill() {
+	if c.Timeout <= 0 {
+		c.Timeout = time.Hour
+	}
+	if c.PingInterval <= 0 {
+		c.PingInterval = 15 * time.Second
+	}
+	if c.PerAccount <= 0 {
+		c.PerAccount = 100
+	}
+	if c.ReplayLimit <= 0 {
+		c.ReplayLimit = 10000
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+}
+
+// streamCaps counts the open streams of each account.
+type streamCaps struct {
+	mu   sync.Mutex
+	open map[string]int
+}
+
+// streamRetryAfter is the Retry-After of a 429 for too many streams.
+const streamRetryAfter = 5
+
+func (c *streamCaps) acquire(w http.ResponseWriter, accountID string, limit int) (func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open == nil {
+		c.open = map[string]int{}
+	}
+	if c.open[accountID] >= limit {
+		w.Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
+		return nil, fault.New(fault.KindRateLimited, "too_many_streams",
+			fmt.Sprintf("Close one of your open streams, or watch several jobs on one GET /api/v1/jobs/watch stream; retry after %d s.", streamRetryAfter),
+			"this account already holds %d open streams, the most allowed", limit).With("limit", limit)
+	}
+	c.open[accountID]++
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.open[accountID]--; c.open[accountID] <= 0 {
+			delete(c.open, accountID)
+		}
+	}, nil
+}
+
+// lastEventID reads where a client resumes: the Last-Event-ID header (what
+// EventSource sends on reconnect), or the last_event_id query parameter
+// for clients that cannot set headers. ok is false when neither is sent;
+// valid is false when the value is not a position (a non-negative decimal
+// integer).
+func lastEventID(r *http.Request) (pos int64, ok, valid bool) {
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("last_event_id")
+	}
+	if v = strings.TrimSpace(v); v == "" {
+		return 0, false, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, true, false
+	}
+	return n, true, true
+}
+
+// sseWriter writes frames of one stream.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+// errHead ends a HEAD request of a stream once its headers are written.
+var errHead = errors.New("HEAD of a stream")
+
+// startSSE answers 200 with an event stream and a reconnection delay of 1 s.
+func startSSE(w http.ResponseWriter, r *http.Request, timeout time.Duration) (*sseWriter, error) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil, errHead
+	}
+	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
+	return s, s.raw("retry: 1000\n\n")
+}
+
+func (s *sseWriter) raw(text string) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if _, err := s.w.Write([]byte(text)); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// frame writes one event named name; id is omitted when empty.
+func (s *sseWriter) frame(name, id string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	if id != "" {
+		b.WriteString("id: " + id + "\n")
+	}
+	b.WriteString("event: " + name + "\ndata: ")
+	b.Write(data)
+	b.WriteString("\n\n")
+	return s.raw(b.String())
+}
+
+func posID(p int64) string { return strconv.FormatInt(p, 10) }

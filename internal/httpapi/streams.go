@@ -1,0 +1,566 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/event"
+	"github.com/skiffhq/skiff/internal/fault"
+	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// The three streams of spec 6 (docs/streams.md). Each one subscribes to the
+// broker first, then sends its snapshot (or, after a reconnect, the events
+// the client missed, read from the store), then on every wake-up sends the
+// frames of the events committed after the last one it sent: the store's
+// event feed is the only source, the broker only says when to read it.
+
+const (
+	streamSnapshotTasks = 100 // tasks in a job stream's snapshot
+	maxWatchIDs         = 100 // spec 8
+	projectRecentJobs   = 20  // terminal jobs in a project stream's snapshot
+	projectOpenJobs     = 200 // running, and queued, jobs in a project stream's snapshot (newest)
+	feedBatch           = 500
+)
+
+// openStream checks the broker and the caller's stream cap, and subscribes.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request, f event.Filter) (*event.Subscription, func(), error) {
+	if s.streams.Broker == nil {
+		return nil, nil, fault.New(fault.KindUnavailable, "streams_unavailable", "Poll the job instead.",
+			"event streams are not running on this server")
+	}
+	release, err := s.streamCaps.acquire(w, principal(r.Context()).Account.ID, s.streams.PerAccount)
+	if err != nil {
+		return nil, nil, err
+	}
+	sub, err := s.streams.Broker.Subscribe(f)
+	if err != nil {
+		release()
+		return nil, nil, fault.New(fault.KindUnavailable, "streams_unavailable", "Retry in a few seconds.",
+			"event streams are not running: %v", err)
+	}
+	return sub, func() { sub.Close(); release() }, nil
+}
+
+// resumePoint decides where a stream starts: after the client's
+// Last-Event-ID when it sent a usable one and missed no more than the
+// replay limit (the missed events are returned), or at a fresh snapshot
+// (resume false, with the reason when the client asked to resume).
+//
+// It runs after the subscription opened: the newest position, read now, is
+// where a snapshot read next stands (it shows every event up to it), and
+// the subscription wakes the stream for every event after it.
+func (s *Server) resumePoint(ctx context.Context, r *http.Request, feed store.JobEventFeedParams) (missed []*store.JobEvent, cursor int64, resume bool, resync *string, err error) {
+	from, err := s.jobs.LastEventPosition(ctx)
+	if err != nil {
+		return nil, 0, false, nil, err
+	}
+	pos, asked, valid := lastEventID(r)
+	if !asked {
+		return nil, from, false, nil, nil
+	}
+	if !valid || pos > from {
+		// Not a position this store handed out.
+		why := apiv1.ResyncInvalidLastEvent
+		return nil, from, false, &why, nil
+	}
+	feed.After, feed.Limit = pos, s.streams.ReplayLimit+1
+	missed, err = s.jobs.EventsAfter(ctx, &feed)
+	if err != nil {
+		return nil, 0, false, nil, err
+	}
+	if len(missed) > s.streams.ReplayLimit {
+		why := apiv1.ResyncGapTooLarge
+		return nil, from, false, &why, nil
+	}
+	return missed, pos, true, nil, nil
+}
+
+// follow sends the frames of the events committed after cursor (emit turns
+// a batch into frames and says when the stream is done) on every wake-up,
+// pings while idle, and ends the stream with a timeout frame when its life
+// is over. A subscription closed under it (the client read too slowly, or
+// the server stops) ends the stream; the client resumes with
+// Last-Event-ID.
+func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscription, feed store.JobEventFeedParams, cursor int64,
+	emit func([]*store.JobEvent) (bool, error)) error {
+	life := time.NewTimer(s.streams.Timeout)
+	defer life.Stop()
+	ping := time.NewTicker(s.streams.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-life.C:
+			return sse.frame(apiv1.FrameTimeout, "", apiv1.TimeoutFrame{Reason: "stream_timeout",
+				StreamTimeoutS: s.streams.Timeout.Seconds(), LastEventID: posID(cursor),
+				RecommendedAction: "Reconnect with Last-Event-ID " + posID(cursor) + " to go on where this stream ended."})
+		case <-ping.C:
+			if err := sse.frame(apiv1.FramePing, "", map[string]any{"time": s.clock.Now()}); err != nil {
+				return nil
+			}
+		case _, ok := <-sub.C:
+			if !ok {
+				if errors.Is(sub.Err(), event.ErrSlow) {
+					s.log.InfoContext(ctx, "stream closed: client fell behind", "request_id", requestID(ctx))
+				}
+				return nil
+			}
+			drain(sub.C)
+			for {
+				feed.After, feed.Limit = cursor, feedBatch
+				evs, err := s.jobs.EventsAfter(ctx, &feed)
+				if err != nil {
+					return err
+				}
+				if len(evs) == 0 {
+					break
+				}
+				done, err := emit(evs)
+				if err != nil || done {
+					return err
+				}
+				cursor = evs[len(evs)-1].Position
+				if len(evs) < feedBatch {
+					break
+				}
+			}
+		}
+	}
+}
+
+// isJobEvent reports whether an event kind is about the job as a whole:
+// its frame is a job frame.
+func isJobEvent(kind string) bool { return strings.HasPrefix(kind, "job.") }
+
+// drain empties c without blocking: one read of the feed covers every
+// wake-up already queued.
+func drain(c <-chan *store.JobEvent) {
+	for {
+		select {
+		case _, ok := <-c:
+			if !ok {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// streamEnd ends a handler whose stream already answered 200: a failure
+// can no longer become an envelope, so it is logged and the stream closes.
+func (s *Server) streamEnd(r *http.Request, err error) error {
+	if err != nil && r.Context().Err() == nil {
+		s.log.WarnContext(r.Context(), "stream ended by an error", "request_id", requestID(r.Context()), "err", err)
+	}
+	return nil
+}
+
+// jobStream serves GET /api/v1/jobs/{id}/stream.
+func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	j, err := s.jobFor(r, "id")
+	if err != nil {
+		return err
+	}
+	feed := store.JobEventFeedParams{JobIDs: []string{j.ID}}
+	sub, closeSub, err := s.openStream(w, r, event.Filter{JobIDs: map[string]bool{j.ID: true}})
+	if err != nil {
+		return err
+	}
+	defer closeSub()
+	missed, cursor, resume, resync, err := s.resumePoint(ctx, r, feed)
+	if err != nil {
+		return err
+	}
+	if resume && len(missed) == 0 && j.Status.IsTerminal() {
+		// The client saw the end already: 204 tells EventSource to stop
+		// reconnecting.
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	sse, err := startSSE(w, r, s.streams.WriteTimeout)
+	if err != nil {
+		return nil
+	}
+	emit := func(evs []*store.JobEvent) (bool, error) {
+		terminal := false
+		for _, e := range evs {
+			if err := s.jobEventFrame(ctx, sse, e); err != nil {
+				return true, err
+			}
+			terminal = terminal || job.TerminalEvent(e.Kind)
+		}
+		if !terminal {
+			return false, nil
+		}
+		// Events committed with the job's end (state published, ...)
+		// come before done.
+		last := evs[len(evs)-1].Position
+		for {
+			rest, err := s.jobs.EventsAfter(ctx, &store.JobEventFeedParams{JobIDs: feed.JobIDs, After: last, Limit: feedBatch})
+			if err != nil || len(rest) == 0 {
+				break
+			}
+			for _, e := range rest {
+				if err := s.jobEventFrame(ctx, sse, e); err != nil {
+					return true, err
+				}
+			}
+			last = rest[len(rest)-1].Position
+		}
+		return true, s.jobDone(ctx, sse, j.ID)
+	}
+	if resume {
+		if len(missed) > 0 {
+			if done, err := emit(missed); done || err != nil {
+				return s.streamEnd(r, err)
+			}
+			cursor = missed[len(missed)-1].Position
+		}
+		if j.Status.IsTerminal() {
+			// The client had seen the end but not what was committed
+			// with it.
+			return s.streamEnd(r, s.jobDone(ctx, sse, j.ID))
+		}
+	} else {
+		snap, err := s.jobSnapshot(ctx, j.ID, cursor, resync)
+		if err != nil {
+			return s.streamEnd(r, err)
+		}
+		if err := sse.frame(apiv1.FrameSnapshot, posID(cursor), snap); err != nil {
+			return nil
+		}
+		if st := store.JobStatus(snap.Job.Status); st.IsTerminal() {
+			return s.streamEnd(r, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{JobID: j.ID, Status: string(st)}))
+		}
+	}
+	return s.streamEnd(r, s.follow(ctx, sse, sub, feed, cursor, emit))
+}
+
+// jobSnapshot reads a job stream's snapshot.
+func (s *Server) jobSnapshot(ctx context.Context, jobID string, pos int64, resync *string) (*apiv1.JobStreamSnapshot, error) {
+	j, err := s.store.JobGetByID(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	jv, err := s.jobObject(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	tasks, attempts, err := s.jobs.TaskPage(ctx, j, 0, streamSnapshotTasks)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := s.jobs.TaskCounts(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	snap := &apiv1.JobStreamSnapshot{Job: jv, Tasks: make([]apiv1.Task, 0, len(tasks)), TaskCount: j.TaskCount,
+		TasksShown: len(tasks), TasksTruncated: int64(len(tasks)) < j.TaskCount, TaskCounts: counts, Position: pos, Resync: resync}
+	for _, t := range tasks {
+		snap.Tasks = append(snap.Tasks, job.TaskView(t, attempts[t.ID], now))
+	}
+	return snap, nil
+}
+
+// jobEventFrame sends the frame of one event of a job stream: a job frame
+// for job.* events, a task frame for the task's own (attempt.*,
+// task.progress), an event frame otherwise.
+func (s *Server) jobEventFrame(ctx context.Context, sse *sseWriter, e *store.JobEvent) error {
+	ev := job.EventView(e)
+	id := posID(e.Position)
+	switch kind := e.Kind; {
+	case isJobEvent(kind):
+		jv, err := s.currentJob(ctx, e.JobID)
+		if err != nil {
+			return err
+		}
+		return sse.frame(apiv1.FrameJob, id, apiv1.JobFrame{Event: ev, Job: jv})
+	case e.TaskID != "":
+		t, err := s.jobs.EventTask(ctx, e)
+		if err != nil {
+			return err
+		}
+		return sse.frame(apiv1.FrameTask, id, apiv1.TaskFrame{Event: ev, JobID: e.JobID, Task: t})
+	default:
+		return sse.frame(apiv1.FrameEvent, id, apiv1.EventFrame{Event: ev, JobID: e.JobID})
+	}
+}
+
+func (s *Server) currentJob(ctx context.Context, jobID string) (*apiv1.Job, error) {
+	j, err := s.store.JobGetByID(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	return s.jobObject(ctx, j)
+}
+
+func (s *Server) jobDone(ctx context.Context, sse *sseWriter, jobID string) error {
+	j, err := s.store.JobGetByID(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	return sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{JobID: jobID, Status: string(j.Status)})
+}
+
+// watchIDs parses ids= of GET /jobs/watch: 1 to 100 distinct job ids.
+func watchIDs(r *http.Request) ([]string, error) {
+	raw := r.URL.Query().Get("ids")
+	ids := splitList(raw)
+	if len(ids) == 0 {
+		return nil, fault.Invalid("invalid_ids", "Pass ids=job_a,job_b (1 to 100 job ids, comma-separated).",
+			"ids is required: a comma-separated list of job ids").With("field", "ids")
+	}
+	var out []string
+	for _, id := range ids {
+		if len(id) > 64 || !validJobID(id) {
+			return nil, fault.Invalid("invalid_ids", "Pass job ids as returned by POST /api/v1/jobs (job_...).",
+				"%q is not a job id", id).With("field", "ids")
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	if len(out) > maxWatchIDs {
+		return nil, fault.Invalid("too_many_ids", "Watch at most 100 jobs per stream; open another stream for the rest.",
+			"%d job ids; at most %d may be watched on one stream", len(out), maxWatchIDs).With("field", "ids").With("limit", maxWatchIDs)
+	}
+	return out, nil
+}
+
+func validJobID(id string) bool {
+	if len(id) <= len("job_") || id[:4] != "job_" {
+		return false
+	}
+	for _, c := range id[4:] {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// jobWatch serves GET /api/v1/jobs/watch.
+func (s *Server) jobWatch(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	ids, err := watchIDs(r)
+	if err != nil {
+		return err
+	}
+	acct := principal(ctx).Account.ID
+	statuses := map[string]string{}
+	var entries []apiv1.WatchEntry
+	watched := map[string]bool{}
+	for _, id := range ids {
+		j, err := s.jobs.Get(ctx, acct, id)
+		if fe, ok := fault.As(err); ok && fe.Kind == fault.KindNotFound {
+			entries = append(entries, apiv1.WatchEntry{ID: id, Error: &apiv1.Error{Error: fe.Message, Code: fe.Code,
+				RecommendedAction: "Check the id: only your own account's jobs can be watched."}})
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		watched[id] = true
+		statuses[id] = string(j.Status)
+	}
+	if len(watched) == 0 {
+		return fault.NotFound("job", ids[0]).With("ids", ids)
+	}
+	var jobIDs []string
+	for _, id := range ids {
+		if watched[id] {
+			jobIDs = append(jobIDs, id)
+		}
+	}
+	feed := store.JobEventFeedParams{JobIDs: jobIDs}
+	sub, closeSub, err := s.openStream(w, r, event.Filter{JobIDs: watched})
+	if err != nil {
+		return err
+	}
+	defer closeSub()
+	missed, cursor, resume, resync, err := s.resumePoint(ctx, r, feed)
+	if err != nil {
+		return err
+	}
+	allDone := func() bool {
+		for _, st := range statuses {
+			if !store.JobStatus(st).IsTerminal() {
+				return false
+			}
+		}
+		return true
+	}
+	if resume && len(missed) == 0 && allDone() {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	sse, err := startSSE(w, r, s.streams.WriteTimeout)
+	if err != nil {
+		return nil
+	}
+	emit := func(evs []*store.JobEvent) (bool, error) {
+		for _, e := range evs {
+			if !isJobEvent(e.Kind) {
+				continue // watch streams carry job deltas only
+			}
+			j, err := s.store.JobGetByID(ctx, e.JobID)
+			if err != nil {
+				return true, err
+			}
+			frame, err := s.watchJobFrame(ctx, j, e)
+			if err != nil {
+				return true, err
+			}
+			if err := sse.frame(apiv1.FrameJob, posID(e.Position), frame); err != nil {
+				return true, err
+			}
+			if job.TerminalEvent(e.Kind) {
+				statuses[e.JobID] = string(j.Status)
+			}
+		}
+		if !allDone() {
+			return false, nil
+		}
+		return true, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{Statuses: statuses})
+	}
+	if resume {
+		if len(missed) > 0 {
+			if done, err := emit(missed); done || err != nil {
+				return s.streamEnd(r, err)
+			}
+			cursor = missed[len(missed)-1].Position
+		}
+	} else {
+		snap := apiv1.WatchSnapshot{Jobs: make([]apiv1.WatchEntry, 0, len(ids)), Position: cursor, Resync: resync}
+		for _, id := range ids {
+			if !watched[id] {
+				i := slices.IndexFunc(entries, func(e apiv1.WatchEntry) bool { return e.ID == id })
+				snap.Jobs = append(snap.Jobs, entries[i])
+				continue
+			}
+			j, err := s.store.JobGetByID(ctx, id)
+			if err != nil {
+				return s.streamEnd(r, err)
+			}
+			statuses[id] = string(j.Status)
+			jv, res, err := s.watchView(ctx, j)
+			if err != nil {
+				return s.streamEnd(r, err)
+			}
+			snap.Jobs = append(snap.Jobs, apiv1.WatchEntry{ID: id, Job: jv, Result: res})
+		}
+		if err := sse.frame(apiv1.FrameSnapshot, posID(cursor), snap); err != nil {
+			return nil
+		}
+		if allDone() {
+			return s.streamEnd(r, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{Statuses: statuses}))
+		}
+	}
+	return s.streamEnd(r, s.follow(ctx, sse, sub, feed, cursor, emit))
+}
+
+// watchView is a watched job's object and its result fields.
+func (s *Server) watchView(ctx context.Context, j *store.Job) (*apiv1.Job, *apiv1.ResultCommon, error) {
+	summary, err := s.jobs.SummaryOf(ctx, j)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := job.ResultCommonView(j, summary)
+	return job.JobView(j, summary), &res, nil
+}
+
+func (s *Server) watchJobFrame(ctx context.Context, j *store.Job, e *store.JobEvent) (apiv1.JobFrame, error) {
+	jv, res, err := s.watchView(ctx, j)
+	if err != nil {
+		return apiv1.JobFrame{}, err
+	}
+	f := apiv1.JobFrame{Event: job.EventView(e), Job: jv}
+	if job.TerminalEvent(e.Kind) {
+		f.Result = res
+	}
+	return f, nil
+}
+
+// projectStream serves GET /api/v1/projects/{name}/stream.
+func (s *Server) projectStream(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	p := principal(ctx)
+	proj, err := s.projects.Get(ctx, p.Account.ID, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	feed := store.JobEventFeedParams{AccountID: p.Account.ID, ProjectID: proj.ID}
+	sub, closeSub, err := s.openStream(w, r, event.Filter{AccountID: p.Account.ID, ProjectID: proj.ID})
+	if err != nil {
+		return err
+	}
+	defer closeSub()
+	missed, cursor, resume, resync, err := s.resumePoint(ctx, r, feed)
+	if err != nil {
+		return err
+	}
+	sse, err := startSSE(w, r, s.streams.WriteTimeout)
+	if err != nil {
+		return nil
+	}
+	emit := func(evs []*store.JobEvent) (bool, error) {
+		for _, e := range evs {
+			if !isJobEvent(e.Kind) {
+				continue // job deltas only
+			}
+			j, err := s.store.JobGetByID(ctx, e.JobID)
+			if err != nil {
+				return true, err
+			}
+			entry := job.JobListEntryView(j, false)
+			if err := sse.frame(apiv1.FrameJob, posID(e.Position), apiv1.ProjectJobFrame{Event: job.EventView(e), Job: entry}); err != nil {
+				return true, err
+			}
+		}
+		return false, nil
+	}
+	if resume {
+		if len(missed) > 0 {
+			if _, err := emit(missed); err != nil {
+				return s.streamEnd(r, err)
+			}
+			cursor = missed[len(missed)-1].Position
+		}
+	} else {
+		snap := apiv1.ProjectSnapshot{Project: proj.Name, Active: []apiv1.JobListEntry{}, Queued: []apiv1.JobListEntry{},
+			Recent: []apiv1.JobListEntry{}, Position: cursor, Resync: resync}
+		for _, part := range []struct {
+			dst      *[]apiv1.JobListEntry
+			statuses []store.JobStatus
+			limit    int
+		}{
+			{&snap.Active, []store.JobStatus{store.JobRunning}, projectOpenJobs},
+			{&snap.Queued, []store.JobStatus{store.JobPlanning, store.JobQueued}, projectOpenJobs},
+			{&snap.Recent, terminalStatuses, projectRecentJobs},
+		} {
+			jobs, _, err := s.jobs.List(ctx, &store.JobListParams{AccountID: p.Account.ID, ProjectID: proj.ID,
+				Statuses: part.statuses, Limit: part.limit})
+			if err != nil {
+				return s.streamEnd(r, err)
+			}
+			for _, j := range jobs {
+				*part.dst = append(*part.dst, job.JobListEntryView(j, false))
+			}
+		}
+		if err := sse.frame(apiv1.FrameSnapshot, posID(cursor), snap); err != nil {
+			return nil
+		}
+	}
+	return s.streamEnd(r, s.follow(ctx, sse, sub, feed, cursor, emit))
+}

@@ -291,6 +291,8 @@ CMD ["python3", "/app/main.py"]
 
 	buildtest.WriteFile(t, dir, "main.py", "print('hello, v2')\n", 0o644)
 	req.Tag = "python-2"
+	relog := build.NewTailWriter(build.DefaultLogTailBytes)
+	req.Log = relog
 	second, err := b.Build(t.Context(), req)
 	if err != nil {
 		t.Fatalf("rebuild: %v", err)
@@ -300,8 +302,11 @@ CMD ["python3", "/app/main.py"]
 	if second.ImageDigest == first.ImageDigest {
 		t.Error("a code change kept the digest")
 	}
-	if second.Timings.Build > 5*time.Second {
-		t.Errorf("code-only rebuild's buildah step took %s, want the layer cache to make it about a second", second.Timings.Build)
+	// The steps before the code's COPY come from the layer cache (buildah
+	// says so), which is what makes a code-only rebuild fast; the time is
+	// logged above, not asserted (these machines are noisy).
+	if !strings.Contains(relog.String(), "Using cache") {
+		t.Errorf("the code-only rebuild used no cached layer; its log:\n%s", relog)
 	}
 	// Layers the two revisions share are stored once.
 	if shared := sharedBlobs(t, first.LayoutDir, second.LayoutDir); shared < 2 {

@@ -112,9 +112,41 @@ configure_containers() {
 	fi
 }
 
+# Front door checks (test/openapi): the OpenAPI linter, the generated-client
+# smoke test and the HTML validator run under Node from an npm project whose
+# package-lock.json is committed; Debian's chromium drives the browser test.
+# Self-contained: it installs only what is missing, from Debian's mirrors and
+# the npm registry.
+FRONTDOOR_PACKAGES=(chromium nodejs)
+FRONTDOOR_NPM_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/test/openapi"
+
+install_frontdoor() {
+	local pkg missing=()
+	for pkg in "${FRONTDOOR_PACKAGES[@]}"; do
+		[[ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" == "install ok installed" ]] || missing+=("$pkg")
+	done
+	command -v npm >/dev/null || missing+=(npm)
+	if ((${#missing[@]} > 0)); then
+		need_root "Debian packages (${missing[*]})"
+		log "installing ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+		did+=("packages: ${missing[*]}")
+	fi
+	# npm ci when node_modules is missing or older than the lock file.
+	local stamp="$FRONTDOOR_NPM_DIR/node_modules/.package-lock.json"
+	if [[ ! -f "$stamp" || "$FRONTDOOR_NPM_DIR/package-lock.json" -nt "$stamp" ]]; then
+		log "npm ci in test/openapi"
+		(cd "$FRONTDOOR_NPM_DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+		did+=("npm ci test/openapi")
+	fi
+}
+
 install_packages
 install_runsc
 configure_containers
+install_frontdoor
 
 if ((${#did[@]} == 0)); then
 	log "nothing to do: packages, runsc $RUNSC_VERSION and container config are in place"

@@ -33,6 +33,14 @@ type serverFlags struct {
 	build        buildFlags
 	host         hostFlags
 	rates        rateFlags
+	front        frontFlags
+}
+
+// frontFlags configure the public endpoints' rate limits.
+type frontFlags struct {
+	trustedProxies string
+	waitlistRate   int
+	feedbackRate   int
 }
 
 // hostFlags configure the local host that runs tasks on this machine.
@@ -71,6 +79,9 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.Float64Var(&f.host.cpus, "host-cpus", 0, "CPU cores the local host lends tasks (0: all) (env SKIFF_HOST_CPUS)")
 	fs.Int64Var(&f.host.memoryMB, "host-memory-mb", 0, "memory in MiB the local host lends tasks (0: all) (env SKIFF_HOST_MEMORY_MB)")
 	fs.BoolVar(&f.host.disabled, "no-local-host", false, "run no local host: tasks wait for remote hosts (env SKIFF_NO_LOCAL_HOST)")
+	fs.StringVar(&f.front.trustedProxies, "trusted-proxy", "", "comma-separated CIDR ranges or addresses of reverse proxies whose X-Forwarded-For names the client for rate limits; from anyone else the header is ignored (env SKIFF_TRUSTED_PROXY)")
+	fs.IntVar(&f.front.waitlistRate, "waitlist-rate", httpapi.DefaultLimits.WaitlistPerMinute, "POST /api/v1/waitlist requests per client IP and minute; 0: unlimited (env SKIFF_WAITLIST_RATE)")
+	fs.IntVar(&f.front.feedbackRate, "feedback-rate", httpapi.DefaultLimits.FeedbackPerMinute, "POST /api/v1/feedback requests per client IP and minute; 0: unlimited (env SKIFF_FEEDBACK_RATE)")
 	f.rates.register(fs)
 	return fs
 }
@@ -95,6 +106,13 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	if _, err := f.rates.validate(); err != nil {
 		return err // before anything is opened
+	}
+	proxies, err := httpapi.TrustedProxies([]string{f.front.trustedProxies})
+	if err != nil {
+		return fmt.Errorf("--trusted-proxy: %w", err)
+	}
+	if f.front.waitlistRate < 0 || f.front.feedbackRate < 0 {
+		return fmt.Errorf("--waitlist-rate and --feedback-rate must be 0 (unlimited) or more")
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -127,7 +145,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	projects.SetJobs(jobs)
 	api := httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
-		Projects: projects, Jobs: jobs, Version: Version,
+		Projects: projects, Jobs: jobs, Version: Version, TrustedProxies: proxies,
+		Limits: &httpapi.Limits{WaitlistPerMinute: f.front.waitlistRate, FeedbackPerMinute: f.front.feedbackRate},
 	})
 	dataDir, err := filepath.Abs(f.dataDir)
 	if err != nil {

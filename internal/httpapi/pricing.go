@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/skiffhq/skiff/apiv1"
-	"github.com/skiffhq/skiff/docs"
 	"github.com/skiffhq/skiff/internal/billing"
 )
 
@@ -19,21 +18,6 @@ const ratesMarker = "<!-- skiff:rates -->"
 func (s *Server) presets(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, s.jobs.PresetList())
 	return nil
-}
-
-// pricingPage serves /docs/pricing: docs/pricing.md with the current rates
-// and presets (GET /api/v1/presets) written in as tables, so that people
-// read the prices the API charges.
-func (s *Server) pricingPage(w http.ResponseWriter, r *http.Request) error {
-	data, err := docs.Pages.ReadFile("pricing.md")
-	if err != nil {
-		return err
-	}
-	page := strings.Replace(string(data), ratesMarker, rateTables(s.jobs.PresetList()), 1)
-	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
-	w.Header().Set("Cache-Control", "public, max-age=60") // rates may follow a feed
-	_, err = w.Write([]byte(page))
-	return err
 }
 
 // rateTables renders the unit rates and the presets as markdown tables.

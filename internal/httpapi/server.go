@@ -5,11 +5,14 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync/atomic"
 
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/contact"
+	"github.com/skiffhq/skiff/internal/docsite"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/store"
@@ -27,7 +30,14 @@ type Config struct {
 	Billing  *billing.Service
 	Projects *project.Service
 	Jobs     *job.Service
-	Version  string
+	// Contact stores waitlist sign-ups and feedback; nil: one over Store.
+	Contact *contact.Service
+	Version string
+	// TrustedProxies are the peers whose X-Forwarded-For is believed when
+	// finding a client's IP for rate limits (--trusted-proxy).
+	TrustedProxies []netip.Prefix
+	// Limits are the public endpoints' rate limits; nil: DefaultLimits.
+	Limits *Limits
 }
 
 // Server serves the API.
@@ -40,6 +50,11 @@ type Server struct {
 	projects *project.Service
 	jobs     *job.Service
 	version  string
+	contact  *contact.Service
+	docs     *docsite.Site
+
+	trustedProxies []netip.Prefix
+	limits         limiters
 
 	// coreStarted is set once the controller's background loops run;
 	// draining once shutdown began. /ready reports both.
@@ -52,7 +67,17 @@ type Server struct {
 // New builds the server and its route table.
 func New(cfg Config) *Server {
 	s := &Server{log: cfg.Logger, clock: cfg.Clock, store: cfg.Store, auth: cfg.Auth, billing: cfg.Billing,
-		projects: cfg.Projects, jobs: cfg.Jobs, version: cfg.Version}
+		projects: cfg.Projects, jobs: cfg.Jobs, version: cfg.Version, contact: cfg.Contact,
+		trustedProxies: cfg.TrustedProxies}
+	s.docs = newDocSite()
+	if s.contact == nil {
+		s.contact = contact.New(cfg.Store, cfg.Clock)
+	}
+	limits := DefaultLimits
+	if cfg.Limits != nil {
+		limits = *cfg.Limits
+	}
+	s.limits = newLimiters(limits)
 	s.handler = s.middleware(s.mux())
 	return s
 }

@@ -7,6 +7,7 @@ package apitest
 import (
 	"log/slog"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -84,6 +85,9 @@ func OpenPostgres(t testing.TB) store.Store {
 type Options struct {
 	Store store.Store // nil: OpenSQLite(t)
 	Clock *clock.Fake // nil: clock.NewFake(Epoch)
+	// TrustedProxies and Limits are passed to httpapi.Config.
+	TrustedProxies []netip.Prefix
+	Limits         *httpapi.Limits
 }
 
 // Env is one running API server and the services behind it.
@@ -126,7 +130,7 @@ func Start(t testing.TB, opts Options) *Env {
 	e.Projects.SetJobs(e.Jobs)
 	e.Server = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
-		Version: "test",
+		Version: "test", TrustedProxies: opts.TrustedProxies, Limits: opts.Limits,
 	})
 	e.Server.SetCoreStarted(true)
 	c, err := LoadContract(openapi.Document, e.Server.Routes())

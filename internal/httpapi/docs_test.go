@@ -110,6 +110,12 @@ func testDiscoveryAddresses(t *testing.T, f *fixture) {
 			t.Errorf("GET %s: Vary %q, want Accept (the answer depends on it)", path, r.Header.Get("Vary"))
 		}
 	}
+	// The landing page shows the live rates the API charges: the default
+	// market rate of a CPU core, 0.02 USD an hour, billed at 0.027.
+	if land := f.anon.Get(t, "/").Body; !bytes.Contains(land, []byte("<th scope=\"row\">CPU core</th><td>0.02</td><td>0.027</td>")) ||
+		!bytes.Contains(land, []byte("<code>cpu-small</code>")) {
+		t.Errorf("landing page lacks the live CPU rate row and the presets:\n%s", land)
+	}
 	f.anon.Get(t, "/docs/no-such-page").Fail(t, http.StatusNotFound)
 	f.anon.Get(t, "/api/v1/docs/no-such-page").Fail(t, http.StatusNotFound)
 }

@@ -23,6 +23,13 @@ func (s *Server) landing(w http.ResponseWriter, r *http.Request) error {
 			data.Presets = append(data.Presets, landingPreset{Name: p.Name, Shape: shape(p.Requirements),
 				Rate: p.RateUSDPerHour.String(), Minimum: p.MinimumAttemptUSD.String()})
 		}
+		mr := l.Pricing.MarketRates
+		for _, u := range []struct {
+			name string
+			usd  apiv1.USD
+		}{{"CPU core", mr.CPUCoreHourUSD}, {"GiB of memory", mr.MemoryGBHourUSD}, {"GPU", mr.GPUHourUSD}} {
+			data.Units = append(data.Units, landingUnit{Name: u.name, Market: u.usd.String(), Billed: withMarkup(u.usd).String()})
+		}
 		data.HasRates = true
 	}
 	switch r.URL.Query().Get("waitlist") {
@@ -49,12 +56,15 @@ type landingData struct {
 	JS        template.JS
 	HasRates  bool
 	Pricing   apiv1.Pricing
+	Units     []landingUnit
 	Presets   []landingPreset
 	Outcome   string
 	OutcomeOK bool
 }
 
 type landingPreset struct{ Name, Shape, Rate, Minimum string }
+
+type landingUnit struct{ Name, Market, Billed string }
 
 func shape(r apiv1.JobRequirements) string {
 	var s string
@@ -109,11 +119,11 @@ from a prepaid balance. No subscriptions, no idle charges.</p>
 {{.Pricing.MeteredPer}} with at least {{.Pricing.MinBilledSeconds}} seconds per attempt. Queue time is never charged.</p>
 <table>
 <caption>Billed rates right now, in USD</caption>
-<thead><tr><th scope="col">unit</th><th scope="col">per hour</th></tr></thead>
+<thead><tr><th scope="col">unit</th><th scope="col">market per hour</th><th scope="col">billed per hour</th></tr></thead>
 <tbody>
-<tr><th scope="row">CPU core</th><td>{{.Pricing.MarketRates.CPUCoreHourUSD}} market + {{.Pricing.MarkupPercent}}%</td></tr>
-<tr><th scope="row">GiB of memory</th><td>{{.Pricing.MarketRates.MemoryGBHourUSD}} market + {{.Pricing.MarkupPercent}}%</td></tr>
-<tr><th scope="row">GPU</th><td>{{.Pricing.MarketRates.GPUHourUSD}} market + {{.Pricing.MarkupPercent}}%</td></tr>
+{{- range .Units}}
+<tr><th scope="row">{{.Name}}</th><td>{{.Market}}</td><td>{{.Billed}}</td></tr>
+{{- end}}
 </tbody>
 </table>
 {{- if .Presets}}

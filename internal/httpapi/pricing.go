@@ -24,9 +24,7 @@ func (s *Server) presets(w http.ResponseWriter, r *http.Request) error {
 func rateTables(l apiv1.PresetList) string {
 	var b strings.Builder
 	p := l.Pricing
-	markup := func(market apiv1.USD) apiv1.USD {
-		return apiv1.USD((int64(market)*(100+billing.MarkupPercent) + 99) / 100)
-	}
+	markup := withMarkup
 	fmt.Fprintf(&b, "| unit | market USD per hour | billed USD per hour (market + %d%%) |\n|---|---|---|\n", p.MarkupPercent)
 	for _, u := range []struct {
 		name string
@@ -49,4 +47,10 @@ func rateTables(l apiv1.PresetList) string {
 			pr.MarketRateUSDPerHour, pr.RateUSDPerHour, pr.DedicatedRateUSDPerHour, pr.MinimumAttemptUSD)
 	}
 	return b.String()
+}
+
+// withMarkup is a market rate with the service markup, rounded up to a
+// micro-USD, as tasks are billed.
+func withMarkup(market apiv1.USD) apiv1.USD {
+	return apiv1.USD((int64(market)*(100+billing.MarkupPercent) + 99) / 100)
 }

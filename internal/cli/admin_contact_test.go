@@ -18,11 +18,11 @@ func TestAdminListsWaitlistAndFeedback(t *testing.T) {
 	for _, eng := range []string{"sqlite", "postgres"} {
 		t.Run(eng, func(t *testing.T) {
 			t.Parallel()
-			var storeArgs []string
-			if eng == "sqlite" {
-				storeArgs = []string{"--data-dir", t.TempDir()}
-			} else {
-				storeArgs = []string{"--database-url", pgtest.NewDatabase(t)}
+			// The server always gets its own --data-dir: with PostgreSQL its
+			// builds and local host still keep files there.
+			storeArgs := []string{"--data-dir", t.TempDir()}
+			if eng == "postgres" {
+				storeArgs = append(storeArgs, "--database-url", pgtest.NewDatabase(t))
 			}
 			srv := startServer(t, nil, append(storeArgs, "--listen", "127.0.0.1:0")...)
 			r := skiff(t, nil, append([]string{"admin", "create-key", "--account", "acme"}, storeArgs...)...)

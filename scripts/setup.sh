@@ -6,8 +6,9 @@
 # - Debian packages: buildah and its network stack (netavark, aardvark-dns,
 #   iptables: RUN steps get buildah's private bridge), crun, umoci, skopeo,
 #   debootstrap (the tests' local Debian base image), iproute2 (multi-host
-#   tests), postgresql (the PostgreSQL store tests), prometheus (promtool). `apt-get update` runs only
-#   when one is missing.
+#   tests), postgresql (the PostgreSQL store tests), prometheus (promtool;
+#   its server is kept stopped), chromium (the browser test). `apt-get
+#   update` runs only when one is missing.
 # - The pinned runsc at /usr/local/lib/skiff/runsc, built with `go install`
 #   (about 3 minutes cold). Debian's runsc is from 2022: it cannot run buildah's
 #   RUN steps and lacks systrap. A version stamp beside the binary records which
@@ -15,10 +16,12 @@
 # - /etc/containers/policy.json and registries.conf when absent, and the
 #   overlay file system that buildah's storage uses.
 #
-# - Node.js and npm from Debian when `node` is missing, and the payment
-#   end-to-end harness's npm packages (test/payments: anvil, solc, @x402/*,
-#   mppx, viem) installed by `npm ci` from the committed package-lock.json;
-#   a stamp of the lockfile's hash makes it run only when the lock changes.
+# - Node.js and npm from Debian when `node` is missing, and the npm test
+#   harnesses installed by `npm ci` from their committed package-lock.json:
+#   test/payments (anvil, solc, @x402/*, mppx, viem), test/sse (eventsource)
+#   and test/openapi (Redocly, openapi-typescript, openapi-fetch,
+#   html-validate). A stamp of each lockfile's hash makes it run only when
+#   the lock changes.
 #
 # Only Debian's mirrors, the Go module proxy and the npm registry are
 # reachable from CI, and that is all this uses.
@@ -36,6 +39,8 @@ APT_PACKAGES=(
 )
 # promtool (Debian's prometheus) checks GET /metrics in internal/metrics' tests.
 APT_PACKAGES+=(prometheus)
+# chromium drives the browser test of the landing page and the docs.
+APT_PACKAGES+=(chromium)
 
 # Go usually lives here on CI machines without being on root's PATH.
 if [[ -d /usr/local/go/bin ]]; then
@@ -121,7 +126,8 @@ configure_containers() {
 
 ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-# The npm test harnesses (test/*: the payment clients, the SSE client) need
+# The npm test harnesses (test/*: the payment clients, the SSE client, the
+# OpenAPI linter, generated client and HTML validator) need
 # Node.js and npm: Debian's, when they are absent.
 install_node() {
 	command -v node >/dev/null && command -v npm >/dev/null && return 0
@@ -162,6 +168,7 @@ configure_containers
 install_node
 npm_ci test/payments
 npm_ci test/sse
+npm_ci test/openapi
 
 if ((${#did[@]} == 0)); then
 	log "nothing to do: packages, runsc $RUNSC_VERSION, container config and the npm test harnesses are in place"

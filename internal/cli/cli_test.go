@@ -40,14 +40,16 @@ func TestHelp(t *testing.T) {
 		{[]string{"--help"}, 0, nil, []string{"server", "admin", "version", "--help"}},
 		{[]string{"help"}, 0, nil, []string{"server", "admin", "version"}},
 		{[]string{}, 2, nil, []string{"server", "admin"}},
-		{[]string{"server", "--help"}, 0, []string{"data-dir", "database-url", "listen", "drain-timeout", "log-level"},
+		{[]string{"server", "--help"}, 0, []string{"data-dir", "database-url", "listen", "drain-timeout", "log-level", "trusted-proxy", "waitlist-rate", "feedback-rate"},
 			[]string{"SIGTERM", "migrate"}},
 		{[]string{"server", "-h"}, 0, []string{"data-dir", "database-url", "listen", "drain-timeout", "log-level"}, nil},
 		{[]string{"server", "migrate", "--help"}, 0, []string{"data-dir", "database-url"}, nil},
-		{[]string{"admin", "--help"}, 0, nil, []string{"create-key", "grant-credit", "skiff admin <command> --help"}},
+		{[]string{"admin", "--help"}, 0, nil, []string{"create-key", "grant-credit", "waitlist", "feedback", "skiff admin <command> --help"}},
 		{[]string{"admin"}, 2, nil, []string{"create-key", "grant-credit"}},
 		{[]string{"admin", "create-key", "--help"}, 0, []string{"data-dir", "database-url", "account", "role"}, []string{"member", "viewer", "admin"}},
 		{[]string{"admin", "grant-credit", "--help"}, 0, []string{"data-dir", "database-url", "account", "usd", "note"}, nil},
+		{[]string{"admin", "waitlist", "--help"}, 0, []string{"data-dir", "database-url", "json", "limit", "offset"}, nil},
+		{[]string{"admin", "feedback", "--help"}, 0, []string{"data-dir", "database-url", "json", "limit", "offset"}, nil},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			t.Parallel()

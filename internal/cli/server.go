@@ -42,6 +42,7 @@ type serverFlags struct {
 	payments     paymentFlags
 	streams      streamFlags
 	metricsToken string
+	front        frontFlags
 }
 
 // streamFlags configure the event streams (docs/streams.md).
@@ -49,6 +50,13 @@ type streamFlags struct {
 	timeout      time.Duration
 	pingInterval time.Duration
 	perAccount   int
+}
+
+// frontFlags configure the public endpoints' rate limits.
+type frontFlags struct {
+	trustedProxies string
+	waitlistRate   int
+	feedbackRate   int
 }
 
 // hostFlags configure the local host that runs tasks on this machine.
@@ -91,6 +99,9 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.DurationVar(&f.streams.pingInterval, "stream-ping-interval", 15*time.Second, "how often an idle event stream sends a ping frame (env SKIFF_STREAM_PING_INTERVAL)")
 	fs.IntVar(&f.streams.perAccount, "stream-max-per-account", 100, "event streams one account may hold open; one more gets 429 (env SKIFF_STREAM_MAX_PER_ACCOUNT)")
 	fs.StringVar(&f.metricsToken, "metrics-token", "", "bearer token that may read GET /metrics besides admin keys and loopback requests (env SKIFF_METRICS_TOKEN)")
+	fs.StringVar(&f.front.trustedProxies, "trusted-proxy", "", "comma-separated CIDR ranges or addresses of reverse proxies whose X-Forwarded-For names the client for rate limits; from anyone else the header is ignored (env SKIFF_TRUSTED_PROXY)")
+	fs.IntVar(&f.front.waitlistRate, "waitlist-rate", httpapi.DefaultLimits.WaitlistPerMinute, "POST /api/v1/waitlist requests per client IP and minute; 0: unlimited (env SKIFF_WAITLIST_RATE)")
+	fs.IntVar(&f.front.feedbackRate, "feedback-rate", httpapi.DefaultLimits.FeedbackPerMinute, "POST /api/v1/feedback requests per client IP and minute; 0: unlimited (env SKIFF_FEEDBACK_RATE)")
 	f.rates.register(fs)
 	f.payments.register(fs)
 	return fs
@@ -120,6 +131,13 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	payCfg, walletPolicy, err := f.payments.config(f.listen)
 	if err != nil {
 		return err
+	}
+	proxies, err := httpapi.TrustedProxies([]string{f.front.trustedProxies})
+	if err != nil {
+		return fmt.Errorf("--trusted-proxy: %w", err)
+	}
+	if f.front.waitlistRate < 0 || f.front.feedbackRate < 0 {
+		return fmt.Errorf("--waitlist-rate and --feedback-rate must be 0 (unlimited) or more")
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -196,7 +214,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		AuthRatePerAddress: f.payments.ratePerAddress, AuthRatePerIP: f.payments.ratePerIP,
 		Streams: httpapi.StreamConfig{Broker: broker, Timeout: f.streams.timeout, PingInterval: f.streams.pingInterval,
 			PerAccount: f.streams.perAccount},
-		Metrics: set, MetricsToken: f.metricsToken,
+		Metrics: set, MetricsToken: f.metricsToken, TrustedProxies: proxies,
+		Limits: &httpapi.Limits{WaitlistPerMinute: f.front.waitlistRate, FeedbackPerMinute: f.front.feedbackRate},
 	})
 	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk,
 		Log: log.With("component", "controller"), ImagesDir: imagesDir})

@@ -193,6 +193,10 @@ func writeRequest(rt httpapi.Route, name string, check apitest.Check) apitest.Re
 		req.Body = map[string]any{"setup_timeout_s": 999, "env": map[string]string{"CHANGED": "1"}}
 	case "PUT /api/v1/projects/{name}/kv/{key...}":
 		req.Body = map[string]any{"value": "changed"}
+	case "POST /api/v1/waitlist":
+		req.Body = map[string]any{"email": "someone@example.com"}
+	case "POST /api/v1/feedback":
+		req.Body = map[string]any{"type": "bug", "title": "t", "description": "d"}
 	case "POST /api/v1/jobs":
 		req.Body = map[string]any{"project": name, "runner_command": []string{"/runner"}}
 	case "POST /api/v1/auth/wallet/challenge":

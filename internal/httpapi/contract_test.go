@@ -138,20 +138,22 @@ func TestContractCatchesBadResponses(t *testing.T) {
 		body               string
 		ok                 bool
 		contentType        string // "" is application/json
+		noRequestID        bool   // answer without the X-Request-Id every response carries
 	}{
-		{"health ok", "GET", "/health", 200, `{"status":"ok","app":"skiff"}`, true, ""},
-		{"health missing app", "GET", "/health", 200, `{"status":"ok"}`, false, ""},
-		{"undocumented status", "GET", "/health", 418, `{"error":"teapot"}`, false, ""},
-		{"envelope without error", "GET", "/api/v1/projects/p", 404, `{"code":"x"}`, false, ""},
-		{"readiness with a bad enum", "GET", "/api/v1/projects/p/status", 200, `{"init_state":"sleeping"}`, false, ""},
-		{"unknown route envelope", "GET", "/nope", 404, `{"error":"no endpoint"}`, true, ""},
-		{"unknown route not an envelope", "GET", "/nope", 404, `{"message":"no"}`, false, ""},
-		{"unknown route answering 200", "GET", "/nope", 200, `{"error":"x"}`, false, ""},
-		{"kv key with slashes", "GET", "/api/v1/projects/p/kv/a/b", 404, `{"error":"key not found"}`, true, ""},
-		{"head with a body", "HEAD", "/health", 200, `{}`, false, ""},
-		{"head without a body", "HEAD", "/health", 200, ``, true, ""},
-		{"undescribed media type", "GET", "/health", 200, `ok`, false, "text/markdown"},
-		{"undescribed plain text", "GET", "/health", 200, `ok`, false, "text/plain"},
+		{"health ok", "GET", "/health", 200, `{"status":"ok","app":"skiff"}`, true, "", false},
+		{"health missing app", "GET", "/health", 200, `{"status":"ok"}`, false, "", false},
+		{"undocumented status", "GET", "/health", 418, `{"error":"teapot"}`, false, "", false},
+		{"envelope without error", "GET", "/api/v1/projects/p", 404, `{"code":"x"}`, false, "", false},
+		{"readiness with a bad enum", "GET", "/api/v1/projects/p/status", 200, `{"init_state":"sleeping"}`, false, "", false},
+		{"unknown route envelope", "GET", "/nope", 404, `{"error":"no endpoint"}`, true, "", false},
+		{"unknown route not an envelope", "GET", "/nope", 404, `{"message":"no"}`, false, "", false},
+		{"unknown route answering 200", "GET", "/nope", 200, `{"error":"x"}`, false, "", false},
+		{"kv key with slashes", "GET", "/api/v1/projects/p/kv/a/b", 404, `{"error":"key not found"}`, true, "", false},
+		{"head with a body", "HEAD", "/health", 200, `{}`, false, "", false},
+		{"head without a body", "HEAD", "/health", 200, ``, true, "", false},
+		{"undescribed media type", "GET", "/health", 200, `ok`, false, "text/markdown", false},
+		{"undescribed plain text", "GET", "/health", 200, `ok`, false, "text/plain", false},
+		{"no request id", "GET", "/health", 200, `{"status":"ok","app":"skiff"}`, false, "", true},
 	} {
 		req, err := httpRequest(ctx, tc.method, tc.path)
 		if err != nil {
@@ -162,6 +164,9 @@ func TestContractCatchesBadResponses(t *testing.T) {
 			ct = tc.contentType
 		}
 		h := map[string][]string{"Content-Type": {ct}}
+		if !tc.noRequestID {
+			h["X-Request-Id"] = []string{"req_test"}
+		}
 		err = c.ValidateResponse(ctx, req, tc.status, h, []byte(tc.body))
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: got error %v, want ok=%v", tc.name, err, tc.ok)

@@ -27,12 +27,17 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, optional bool) (m
 // decodeJSONBody is decodeJSON that also returns the body's exact bytes
 // (what an Idempotency-Key's request hash covers).
 func decodeJSONBody(w http.ResponseWriter, r *http.Request, v any, optional bool) (map[string]json.RawMessage, []byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxJSONBody))
+	return decodeJSONLimit(w, r, v, optional, MaxJSONBody)
+}
+
+// decodeJSONLimit is decodeJSONBody with a body limit of maxBytes.
+func decodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, optional bool, maxBytes int64) (map[string]json.RawMessage, []byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, nil, fault.New(fault.KindTooLarge, "body_too_large", "Send a body of at most 1 MiB.",
-				"request body is larger than %d bytes", MaxJSONBody)
+			return nil, nil, fault.New(fault.KindTooLarge, "body_too_large", fmt.Sprintf("Send a body of at most %s.", byteSize(maxBytes)),
+				"request body is larger than %d bytes", maxBytes)
 		}
 		return nil, nil, fault.New(fault.KindBadRequest, "unreadable_body", "Resend the request.", "could not read the request body")
 	}
@@ -90,4 +95,14 @@ func jsonType(goType string) string {
 		return "an array"
 	}
 	return fmt.Sprintf("of type %s", goType)
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/skiffhq/skiff/apiv1"
-	"github.com/skiffhq/skiff/docs"
 	"github.com/skiffhq/skiff/internal/billing"
 )
 
@@ -21,28 +20,11 @@ func (s *Server) presets(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// pricingPage serves /docs/pricing: docs/pricing.md with the current rates
-// and presets (GET /api/v1/presets) written in as tables, so that people
-// read the prices the API charges.
-func (s *Server) pricingPage(w http.ResponseWriter, r *http.Request) error {
-	data, err := docs.Pages.ReadFile("pricing.md")
-	if err != nil {
-		return err
-	}
-	page := strings.Replace(string(data), ratesMarker, rateTables(s.jobs.PresetList()), 1)
-	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
-	w.Header().Set("Cache-Control", "public, max-age=60") // rates may follow a feed
-	_, err = w.Write([]byte(page))
-	return err
-}
-
 // rateTables renders the unit rates and the presets as markdown tables.
 func rateTables(l apiv1.PresetList) string {
 	var b strings.Builder
 	p := l.Pricing
-	markup := func(market apiv1.USD) apiv1.USD {
-		return apiv1.USD((int64(market)*(100+billing.MarkupPercent) + 99) / 100)
-	}
+	markup := withMarkup
 	fmt.Fprintf(&b, "| unit | market USD per hour | billed USD per hour (market + %d%%) |\n|---|---|---|\n", p.MarkupPercent)
 	for _, u := range []struct {
 		name string
@@ -65,4 +47,10 @@ func rateTables(l apiv1.PresetList) string {
 			pr.MarketRateUSDPerHour, pr.RateUSDPerHour, pr.DedicatedRateUSDPerHour, pr.MinimumAttemptUSD)
 	}
 	return b.String()
+}
+
+// withMarkup is a market rate with the service markup, rounded up to a
+// micro-USD, as tasks are billed.
+func withMarkup(market apiv1.USD) apiv1.USD {
+	return apiv1.USD((int64(market)*(100+billing.MarkupPercent) + 99) / 100)
 }

@@ -38,13 +38,24 @@ func (s *Server) routes() []route {
 		{"GET", "/ready", public, s.ready},
 		{"GET", "/openapi.json", public, s.openAPI},
 		{"GET", "/metrics", public, s.metricsGet}, // gated by metricsGet itself (spec 5.4)
-		{"GET", "/docs/projects/project-manifest", public, markdownPage("manifest.md")},
-		{"GET", "/docs/pricing", public, s.pricingPage},
+		{"GET", "/{$}", public, s.landing},
+		{"GET", "/docs", public, s.docsPageAt},
+		{"GET", "/docs/{slug}", public, s.docsPage},
+		{"GET", "/docs/projects/project-manifest", public, s.docsPageAt},
+		{"GET", "/skill.md", public, s.skill},
+		{"GET", "/llms.txt", public, s.llmsTxt},
+		{"GET", "/llms-full.txt", public, s.llmsFull},
+		{"GET", "/api/v1/docs", public, s.docsIndex},
+		{"GET", "/api/v1/docs/{slug}", public, s.docsMarkdown},
 
 		// Auth.
 		{"POST", "/api/v1/auth/register", public, s.register},
 		{"POST", "/api/v1/auth/wallet/challenge", public, s.walletChallenge},
 		{"POST", "/api/v1/auth/wallet/verify", public, s.walletVerify},
+		{"POST", "/api/v1/waitlist", public, s.waitlistJoin},
+
+		// Feedback (no auth; a valid token ties the report to its account).
+		{"POST", "/api/v1/feedback", public, s.feedbackSubmit},
 
 		// Account and billing.
 		{"GET", "/api/v1/account/balance", readOnly, s.balance},

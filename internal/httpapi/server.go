@@ -5,11 +5,14 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync/atomic"
 
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/contact"
+	"github.com/skiffhq/skiff/internal/docsite"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/metrics"
 	"github.com/skiffhq/skiff/internal/payment"
@@ -42,6 +45,13 @@ type Config struct {
 	// MetricsToken (when set) and to requests from loopback.
 	Metrics      *metrics.Set
 	MetricsToken string
+	// Contact stores waitlist sign-ups and feedback; nil: one over Store.
+	Contact *contact.Service
+	// TrustedProxies are the peers whose X-Forwarded-For is believed when
+	// finding a client's IP for rate limits (--trusted-proxy).
+	TrustedProxies []netip.Prefix
+	// Limits are the public endpoints' rate limits; nil: DefaultLimits.
+	Limits *Limits
 }
 
 // Server serves the API.
@@ -63,6 +73,11 @@ type Server struct {
 
 	metrics      *metrics.Set
 	metricsToken string
+	contact      *contact.Service
+	docs         *docsite.Site
+
+	trustedProxies []netip.Prefix
+	limits         limiters
 
 	// coreStarted is set once the controller's background loops run;
 	// draining once shutdown began. /ready reports both.
@@ -78,8 +93,18 @@ func New(cfg Config) *Server {
 		projects: cfg.Projects, jobs: cfg.Jobs, version: cfg.Version, payments: cfg.Payments,
 		limitAddress: ratelimit.NewKeyed(orDefault(cfg.AuthRatePerAddress, DefaultAuthRatePerAddress)),
 		limitIP:      ratelimit.NewKeyed(orDefault(cfg.AuthRatePerIP, DefaultAuthRatePerIP)),
-		streams:      cfg.Streams, metrics: cfg.Metrics, metricsToken: cfg.MetricsToken}
+		streams:      cfg.Streams, metrics: cfg.Metrics, metricsToken: cfg.MetricsToken,
+		contact: cfg.Contact, trustedProxies: cfg.TrustedProxies}
 	s.streams.fill()
+	s.docs = newDocSite()
+	if s.contact == nil {
+		s.contact = contact.New(cfg.Store, cfg.Clock)
+	}
+	limits := DefaultLimits
+	if cfg.Limits != nil {
+		limits = *cfg.Limits
+	}
+	s.limits = newLimiters(limits)
 	s.handler = s.middleware(s.mux())
 	return s
 }

@@ -28,6 +28,8 @@ const (
 	Challenge  = "wch_"
 	Worker     = "wkr_"
 	Enrollment = "cek_"
+	Waitlist   = "wl_"
+	Feedback   = "fb_"
 )
 
 // New returns prefix followed by 26 random base32 characters (130 bits).

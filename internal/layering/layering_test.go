@@ -27,6 +27,7 @@ var adapters = map[string]string{
 	"pricefeed":               "polls the operator's HTTP price feed for billing",
 	"bench":                   "skiff bench's harness: an HTTP client of the API and bare runsc runs",
 	"payment/facilitatorhttp": "the HTTP client of an x402 facilitator (payment.Facilitator)",
+	"metrics":                 "the Prometheus exposition (client_golang serves it over HTTP; its collectors reach database/sql)",
 	"store/sqlite":            "a store engine",
 	"store/postgres":          "a store engine (and pgtest, its test server)",
 	"store/sqldb":             "the SQL both store engines share",

@@ -19,6 +19,7 @@ type Keyed struct {
 	limit     rate.Limit
 	keys      map[string]*entry
 	lastSweep time.Time
+	maxKeys   int
 }
 
 type entry struct {
@@ -30,10 +31,29 @@ type entry struct {
 // full again, so forgetting it changes nothing.
 const idleAfter = 2 * time.Minute
 
+// DefaultMaxKeys bounds the table of a limiter: a flood of distinct keys
+// (spoofed addresses, fresh wallets) costs at most this many entries.
+const DefaultMaxKeys = 100_000
+
 // NewKeyed returns a limiter of perMinute events per key and minute;
 // perMinute <= 0 means unlimited.
 func NewKeyed(perMinute int) *Keyed {
-	return &Keyed{perMinute: perMinute, limit: rate.Limit(float64(perMinute) / 60), keys: map[string]*entry{}}
+	return &Keyed{perMinute: perMinute, limit: rate.Limit(float64(perMinute) / 60), keys: map[string]*entry{},
+		maxKeys: DefaultMaxKeys}
+}
+
+// WithMaxKeys sets how many keys the limiter remembers at most (n >= 1) and
+// returns k.
+func (k *Keyed) WithMaxKeys(n int) *Keyed {
+	k.maxKeys = max(1, n)
+	return k
+}
+
+// Len is how many keys the limiter remembers now.
+func (k *Keyed) Len() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.keys)
 }
 
 // Allow takes one event for key at now. When the key is over its limit it
@@ -45,15 +65,16 @@ func (k *Keyed) Allow(key string, now time.Time) (bool, time.Duration) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if now.Sub(k.lastSweep) > idleAfter {
-		for key, e := range k.keys {
-			if now.Sub(e.seen) > idleAfter {
-				delete(k.keys, key)
-			}
-		}
-		k.lastSweep = now
+		k.sweep(now)
 	}
 	e := k.keys[key]
 	if e == nil {
+		if len(k.keys) >= k.maxKeys {
+			k.sweep(now)
+			if len(k.keys) >= k.maxKeys {
+				k.evictOldest()
+			}
+		}
 		e = &entry{lim: rate.NewLimiter(k.limit, k.perMinute)}
 		k.keys[key] = e
 	}
@@ -67,6 +88,31 @@ func (k *Keyed) Allow(key string, now time.Time) (bool, time.Duration) {
 		return false, d
 	}
 	return true, 0
+}
+
+func (k *Keyed) sweep(now time.Time) {
+	for key, e := range k.keys {
+		if now.Sub(e.seen) > idleAfter {
+			delete(k.keys, key)
+		}
+	}
+	k.lastSweep = now
+}
+
+// evictOldest forgets the least recently seen key. Forgetting a key refills
+// its bucket, so under a flood of distinct keys the limit errs towards
+// allowing; the table never grows past maxKeys. It is linear, but runs only
+// when the table is full of keys seen within idleAfter.
+func (k *Keyed) evictOldest() {
+	var oldest string
+	var at time.Time
+	first := true
+	for key, e := range k.keys {
+		if first || e.seen.Before(at) {
+			oldest, at, first = key, e.seen, false
+		}
+	}
+	delete(k.keys, oldest)
 }
 
 // RetryAfterSeconds renders d for a Retry-After header: whole seconds,

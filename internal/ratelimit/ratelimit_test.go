@@ -1,6 +1,9 @@
 package ratelimit
 
 import (
+	"fmt"
+	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -36,5 +39,62 @@ func TestKeyedZeroIsUnlimited(t *testing.T) {
 		if ok, _ := k.Allow("a", time.Time{}); !ok {
 			t.Fatal("unlimited limiter refused")
 		}
+	}
+}
+
+func TestKeyedMemoryIsBoundedAndIdleKeysExpire(t *testing.T) {
+	t.Parallel()
+	k := NewKeyed(1).WithMaxKeys(10)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 100 {
+		k.Allow(fmt.Sprintf("k%d", i), now)
+	}
+	if got := k.Len(); got != 10 {
+		t.Fatalf("after 100 distinct keys with max 10: got %d keys, want 10", got)
+	}
+	// The newest key is remembered: it is still limited.
+	if ok, _ := k.Allow("k99", now); ok {
+		t.Error("k99 allowed a second event in the same instant; the newest key must be kept")
+	}
+	k.Allow("late", now.Add(idleAfter+time.Second))
+	if got := k.Len(); got != 1 {
+		t.Errorf("after idleAfter: got %d keys, want 1 (idle keys forgotten)", got)
+	}
+}
+
+func TestClientIP(t *testing.T) {
+	t.Parallel()
+	trusted, err := ParsePrefixes([]string{"10.0.0.0/8, 192.168.1.1", "::1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParsePrefixes([]string{"nonsense"}); err == nil {
+		t.Error("ParsePrefixes(nonsense) succeeded, want an error")
+	}
+	tests := []struct {
+		name, remote, xff string
+		trusted           []netip.Prefix
+		want              string
+	}{
+		{"no proxies: header ignored", "203.0.113.9:5000", "1.2.3.4", nil, "203.0.113.9"},
+		{"untrusted peer: header ignored", "203.0.113.9:5000", "1.2.3.4", trusted, "203.0.113.9"},
+		{"trusted peer: last hop", "10.1.2.3:5000", "1.2.3.4, 198.51.100.7", trusted, "198.51.100.7"},
+		{"chain of trusted proxies", "10.1.2.3:5000", "1.2.3.4, 198.51.100.7, 192.168.1.1, 10.9.9.9", trusted, "198.51.100.7"},
+		{"trusted peer without header", "10.1.2.3:5000", "", trusted, "10.1.2.3"},
+		{"malformed hop stops the walk", "10.1.2.3:5000", "1.2.3.4, bogus", trusted, "10.1.2.3"},
+		{"ipv6 loopback proxy", "[::1]:80", "2001:db8::1", trusted, "2001:db8::1"},
+		{"ipv4-mapped peer", "[::ffff:10.0.0.1]:80", "198.51.100.7", trusted, "198.51.100.7"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/", nil)
+			r.RemoteAddr = tc.remote
+			if tc.xff != "" {
+				r.Header.Set("X-Forwarded-For", tc.xff)
+			}
+			if got := ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), tc.trusted); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

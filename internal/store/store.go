@@ -46,4 +46,5 @@ type Querier interface {
 	TaskPageStore
 	WalletStore
 	PaymentStore
+	ContactStore
 }

@@ -93,6 +93,8 @@ func Template(pattern string) string {
 	if _, p, ok := strings.Cut(pattern, " "); ok {
 		pattern = p
 	}
+	// "/{$}" matches only "/" itself: the document's path is "/".
+	pattern = strings.TrimSuffix(pattern, "{$}")
 	return restParam.ReplaceAllString(pattern, "{$1}")
 }
 

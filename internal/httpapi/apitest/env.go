@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -72,6 +73,9 @@ type Options struct {
 	// Listener, when set, is where the server listens (a restarted server
 	// can take over its predecessor's address); nil: a fresh 127.0.0.1 port.
 	Listener net.Listener
+	// TrustedProxies and Limits are passed to httpapi.Config.
+	TrustedProxies []netip.Prefix
+	Limits         *httpapi.Limits
 }
 
 // Env is one running API server and the services behind it.
@@ -164,6 +168,7 @@ func Start(t testing.TB, opts Options) *Env {
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
 		Version: "test", Payments: e.Payments, AuthRatePerAddress: opts.AuthRatePerAddress, AuthRatePerIP: opts.AuthRatePerIP,
 		Streams: streams, Metrics: e.Metrics, MetricsToken: opts.MetricsToken,
+		TrustedProxies: opts.TrustedProxies, Limits: opts.Limits,
 	})
 	e.Server.SetCoreStarted(true)
 	c, err := LoadContract(openapi.Document, e.Server.Routes())

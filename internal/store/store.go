@@ -44,4 +44,5 @@ type Querier interface {
 	JobStore
 	JobEditStore
 	TaskPageStore
+	ArtifactStore
 }

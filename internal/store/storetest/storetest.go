@@ -48,6 +48,9 @@ func Run(t *testing.T, newStore Factory) {
 	for name, fn := range billingTests {
 		tests[name] = fn
 	}
+	for name, fn := range artifactTests {
+		tests[name] = fn
+	}
 	for name, fn := range taskPageTests {
 		tests[name] = fn
 	}

@@ -14,14 +14,13 @@ import (
 // Blob stores immutable content under its sha256 (lower-case hex). Every
 // implementation passes the suite in artifact/blobtest.
 type Blob interface {
-	// Put streams r to storage while hashing it and stores the content
-	// under its sha256. At most limit bytes are read: more fails with
-	// ErrTooLarge. Whenever Put fails (r fails, the limit is passed, ctx
-	// ends) nothing of r is left behind. Storing content already present
-	// succeeds and refreshes its modification time, so that a sweeper
-	// that deletes unreferenced content by age never takes what was just
-	// put.
-	Put(ctx context.Context, r io.Reader, limit int64) (PutResult, error)
+	// Stage streams r to storage while hashing it, without making it
+	// readable yet. At most limit bytes are read: more fails with
+	// ErrTooLarge. Whenever Stage fails (r fails, the limit is passed, ctx
+	// ends) nothing of r is left behind. The caller then commits or aborts
+	// the staged content, so a decision taken once the hash and size are
+	// known (a quota) keeps nothing when it refuses.
+	Stage(ctx context.Context, r io.Reader, limit int64) (Staged, error)
 	// Open reads length bytes of the content from offset (length < 0: to
 	// the end). ErrNotFound when the content is absent.
 	Open(ctx context.Context, sha256 string, offset, length int64) (io.ReadCloser, error)
@@ -34,7 +33,32 @@ type Blob interface {
 	SignedURL(ctx context.Context, sha256 string, ttl time.Duration) (string, error)
 }
 
-// PutResult is what Put stored.
+// Staged is content streamed by Stage and not yet committed.
+type Staged interface {
+	Result() PutResult
+	// Commit stores the content under its sha256; committing content
+	// already present succeeds. Callers write the row that holds the
+	// content first and commit after, so a sweeper that deletes content no
+	// row holds can never take content between the two: either it sees
+	// the row, or the commit puts the content back.
+	Commit(ctx context.Context) error
+	// Abort discards the staged content; after Commit it does nothing.
+	Abort(ctx context.Context) error
+}
+
+// Put stages and commits in one step.
+func Put(ctx context.Context, b Blob, r io.Reader, limit int64) (PutResult, error) {
+	st, err := b.Stage(ctx, r, limit)
+	if err != nil {
+		return PutResult{}, err
+	}
+	if err := st.Commit(ctx); err != nil {
+		return PutResult{}, errors.Join(err, st.Abort(ctx))
+	}
+	return st.Result(), nil
+}
+
+// PutResult is the hash and size of staged content.
 type PutResult struct {
 	SHA256 string
 	Size   int64

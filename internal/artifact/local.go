@@ -41,14 +41,14 @@ func NewLocal(dir string) (*Local, error) {
 
 func (l *Local) path(sha string) string { return filepath.Join(l.dir, sha[:2], sha) }
 
-func (l *Local) Put(ctx context.Context, r io.Reader, limit int64) (res PutResult, err error) {
+func (l *Local) Stage(ctx context.Context, r io.Reader, limit int64) (Staged, error) {
 	f, err := os.CreateTemp(filepath.Join(l.dir, "tmp"), "put-"+rand.Text()[:8]+"-*")
 	if err != nil {
-		return res, fmt.Errorf("create temp blob: %w", err)
+		return nil, fmt.Errorf("create temp blob: %w", err)
 	}
-	committed := false
+	ok := false
 	defer func() {
-		if !committed {
+		if !ok {
 			f.Close()
 			os.Remove(f.Name())
 		}
@@ -56,25 +56,53 @@ func (l *Local) Put(ctx context.Context, r io.Reader, limit int64) (res PutResul
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), &limitReader{r: ctxReader{ctx, r}, n: limit})
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	if err := f.Sync(); err != nil {
-		return res, fmt.Errorf("sync blob: %w", err)
+		return nil, fmt.Errorf("sync blob: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return res, fmt.Errorf("close blob: %w", err)
+		return nil, fmt.Errorf("close blob: %w", err)
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	if err := os.MkdirAll(filepath.Dir(l.path(sum)), 0o700); err != nil {
-		return res, err
+	ok = true
+	return &localStaged{l: l, tmp: f.Name(), res: PutResult{SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}}, nil
+}
+
+type localStaged struct {
+	l    *Local
+	tmp  string
+	res  PutResult
+	done bool
+}
+
+func (s *localStaged) Result() PutResult { return s.res }
+
+func (s *localStaged) Commit(ctx context.Context) error {
+	if s.done {
+		return errors.New("artifact: staged content already committed or aborted")
+	}
+	dst := s.l.path(s.res.SHA256)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
 	}
 	// Renaming over present content replaces it with the same bytes and a
 	// fresh modification time.
-	if err := os.Rename(f.Name(), l.path(sum)); err != nil {
-		return res, fmt.Errorf("commit blob: %w", err)
+	if err := os.Rename(s.tmp, dst); err != nil {
+		return fmt.Errorf("commit blob: %w", err)
 	}
-	committed = true
-	return PutResult{SHA256: sum, Size: n}, nil
+	s.done = true
+	return nil
+}
+
+func (s *localStaged) Abort(ctx context.Context) error {
+	if s.done {
+		return nil
+	}
+	s.done = true
+	if err := os.Remove(s.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 func (l *Local) Open(ctx context.Context, sha string, offset, length int64) (io.ReadCloser, error) {
@@ -134,5 +162,5 @@ func (l *Local) SignedURL(ctx context.Context, sha string, ttl time.Duration) (s
 // Path is where content lives on disk, for tests that check files.
 func (l *Local) Path(sha string) string { return l.path(sha) }
 
-// TempDir is where Put writes before it knows the hash.
+// TempDir is where Stage writes before it knows the hash.
 func (l *Local) TempDir() string { return filepath.Join(l.dir, "tmp") }

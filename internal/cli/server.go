@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/build"
@@ -33,6 +34,7 @@ type serverFlags struct {
 	build        buildFlags
 	host         hostFlags
 	rates        rateFlags
+	artifacts    artifactFlags
 }
 
 // hostFlags configure the local host that runs tasks on this machine.
@@ -72,6 +74,7 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.Int64Var(&f.host.memoryMB, "host-memory-mb", 0, "memory in MiB the local host lends tasks (0: all) (env SKIFF_HOST_MEMORY_MB)")
 	fs.BoolVar(&f.host.disabled, "no-local-host", false, "run no local host: tasks wait for remote hosts (env SKIFF_NO_LOCAL_HOST)")
 	f.rates.register(fs)
+	f.artifacts.register(fs)
 	return fs
 }
 
@@ -125,14 +128,21 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	jobs := job.New(job.Config{Store: db, Clock: clk, Logger: log.With("component", "jobs"), Billing: bill, Limits: limits})
 	projects.SetJobs(jobs)
-	api := httpapi.New(httpapi.Config{
-		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
-		Projects: projects, Jobs: jobs, Version: Version,
-	})
 	dataDir, err := filepath.Abs(f.dataDir)
 	if err != nil {
 		return err
 	}
+	arts, err := f.artifacts.service(ctx, db, clk, log.With("component", "artifacts"), dataDir)
+	if err != nil {
+		return err
+	}
+	api := httpapi.New(httpapi.Config{
+		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
+		Projects: projects, Jobs: jobs, Artifacts: arts, Version: Version,
+	})
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	go (&artifact.Sweeper{Tasks: f.artifacts.sweepTasks(arts), Logger: log.With("component", "sweeper")}).Run(sweepCtx)
 	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Clock: clk,
 		Log: log.With("component", "controller"), ImagesDir: filepath.Join(dataDir, "images")})
 	mux := http.NewServeMux()

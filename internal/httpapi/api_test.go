@@ -101,6 +101,7 @@ func fundedAccount(tb testing.TB, e *apitest.Env, name, project string, micros i
 // fixture is a running server with one account, "acme", owning project
 // "alpha" that holds the shared-state key "k" = 1.
 type fixture struct {
+	eng    apitest.Engine
 	e      *apitest.Env
 	acct   *apitest.Account
 	member *apitest.Client
@@ -116,7 +117,7 @@ const (
 func setup(t *testing.T, eng apitest.Engine) *fixture {
 	t.Helper()
 	e := apitest.Start(t, apitest.Options{Store: eng.Open(t)})
-	f := &fixture{e: e, acct: e.NewAccount(t, "acme"), anon: e.Client("")}
+	f := &fixture{eng: eng, e: e, acct: e.NewAccount(t, "acme"), anon: e.Client("")}
 	f.member, f.viewer = e.Client(f.acct.Member), e.Client(f.acct.Viewer)
 	f.member.Post(t, "/api/v1/projects", map[string]any{"name": fixtureProject}).Want(t, http.StatusCreated)
 	f.member.Put(t, kvPath(fixtureProject, fixtureKey), map[string]any{"value": 1}).Want(t, http.StatusOK)
@@ -140,6 +141,7 @@ func (f *fixture) state(t *testing.T) string {
 		b.Write(f.member.Get(t, "/api/v1/projects/"+p.Name+"/kv?limit=1000").Want(t, http.StatusOK).Body)
 	}
 	b.Write(f.member.Get(t, "/api/v1/jobs?limit=200").Want(t, http.StatusOK).Body)
+	b.Write(f.member.Get(t, "/api/v1/artifacts?limit=200").Want(t, http.StatusOK).Body)
 	return b.String()
 }
 
@@ -192,6 +194,9 @@ func writeRequest(rt httpapi.Route, name string, check apitest.Check) apitest.Re
 		req.Body = map[string]any{"jobs": []any{map[string]any{"project": name, "runner_command": []string{"/runner"}}}}
 	case "PATCH /api/v1/jobs/{id}/requirements":
 		req.Body = map[string]any{"cpu": 2}
+	case "POST /api/v1/artifacts":
+		req.Body = []byte("artifact bytes")
+		req.Header = http.Header{"Content-Type": {"application/octet-stream"}, "X-Artifact-Filename": {"a.txt"}}
 	case "POST /api/v1/projects/{name}/push":
 		var b bytes.Buffer
 		zw := gzip.NewWriter(&b)

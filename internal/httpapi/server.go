@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
@@ -27,19 +28,22 @@ type Config struct {
 	Billing  *billing.Service
 	Projects *project.Service
 	Jobs     *job.Service
-	Version  string
+	// Artifacts keeps uploaded and produced files (spec 4.7).
+	Artifacts *artifact.Service
+	Version   string
 }
 
 // Server serves the API.
 type Server struct {
-	log      *slog.Logger
-	clock    clock.Clock
-	store    store.Store
-	auth     *auth.Service
-	billing  *billing.Service
-	projects *project.Service
-	jobs     *job.Service
-	version  string
+	log       *slog.Logger
+	clock     clock.Clock
+	store     store.Store
+	auth      *auth.Service
+	billing   *billing.Service
+	projects  *project.Service
+	jobs      *job.Service
+	artifacts *artifact.Service
+	version   string
 
 	// coreStarted is set once the controller's background loops run;
 	// draining once shutdown began. /ready reports both.
@@ -52,7 +56,7 @@ type Server struct {
 // New builds the server and its route table.
 func New(cfg Config) *Server {
 	s := &Server{log: cfg.Logger, clock: cfg.Clock, store: cfg.Store, auth: cfg.Auth, billing: cfg.Billing,
-		projects: cfg.Projects, jobs: cfg.Jobs, version: cfg.Version}
+		projects: cfg.Projects, jobs: cfg.Jobs, artifacts: cfg.Artifacts, version: cfg.Version}
 	s.handler = s.middleware(s.mux())
 	return s
 }

@@ -74,7 +74,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("put_get_roundtrip", func(t *testing.T) {
 		b := h.Open(t)
 		data := bytes.Repeat([]byte("skiff artifact\n"), 70001) // > 1 MiB, several chunks
-		res, err := b.Put(ctx, bytes.NewReader(data), int64(len(data)))
+		res, err := artifact.Put(ctx, b, bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			t.Fatalf("put: %v", err)
 		}
@@ -92,7 +92,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ranges", func(t *testing.T) {
 		b := h.Open(t)
 		data := []byte("0123456789abcdef")
-		res, err := b.Put(ctx, bytes.NewReader(data), 100)
+		res, err := artifact.Put(ctx, b, bytes.NewReader(data), 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func Run(t *testing.T, h Harness) {
 	})
 	t.Run("empty_content", func(t *testing.T) {
 		b := h.Open(t)
-		res, err := b.Put(ctx, strings.NewReader(""), 10)
+		res, err := artifact.Put(ctx, b, strings.NewReader(""), 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,11 +121,11 @@ func Run(t *testing.T, h Harness) {
 	t.Run("same_content_twice_is_one_blob", func(t *testing.T) {
 		b := h.Open(t)
 		data := []byte("twice")
-		r1, err := b.Put(ctx, bytes.NewReader(data), 10)
+		r1, err := artifact.Put(ctx, b, bytes.NewReader(data), 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r2, err := b.Put(ctx, bytes.NewReader(data), 10)
+		r2, err := artifact.Put(ctx, b, bytes.NewReader(data), 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("over_limit_leaves_nothing", func(t *testing.T) {
 		b := h.Open(t)
 		data := bytes.Repeat([]byte("x"), 1<<20+1)
-		_, err := b.Put(ctx, bytes.NewReader(data), 1<<20)
+		_, err := artifact.Put(ctx, b, bytes.NewReader(data), 1<<20)
 		if !errors.Is(err, artifact.ErrTooLarge) {
 			t.Fatalf("got %v, want ErrTooLarge", err)
 		}
@@ -154,7 +154,7 @@ func Run(t *testing.T, h Harness) {
 		}
 		noLeftovers(t, b)
 		// Exactly at the limit is fine.
-		if _, err := b.Put(ctx, bytes.NewReader(data[:1<<20]), 1<<20); err != nil {
+		if _, err := artifact.Put(ctx, b, bytes.NewReader(data[:1<<20]), 1<<20); err != nil {
 			t.Fatalf("put at the limit: %v", err)
 		}
 	})
@@ -162,7 +162,7 @@ func Run(t *testing.T, h Harness) {
 		b := h.Open(t)
 		data := bytes.Repeat([]byte("y"), 300000)
 		boom := errors.New("client went away")
-		_, err := b.Put(ctx, &failingReader{r: bytes.NewReader(data), err: boom}, 1<<30)
+		_, err := artifact.Put(ctx, b, &failingReader{r: bytes.NewReader(data), err: boom}, 1<<30)
 		if !errors.Is(err, boom) {
 			t.Fatalf("got %v, want the reader's error", err)
 		}
@@ -181,10 +181,31 @@ func Run(t *testing.T, h Harness) {
 			_, _ = pw.Write(bytes.Repeat([]byte("z"), 64<<10))
 			pw.Close()
 		}()
-		if _, err := b.Put(cctx, pr, 1<<30); err == nil {
+		if _, err := artifact.Put(cctx, b, pr, 1<<30); err == nil {
 			t.Fatal("put with a cancelled context succeeded, want an error")
 		}
 		pr.Close()
+		noLeftovers(t, b)
+	})
+	t.Run("abort_leaves_nothing", func(t *testing.T) {
+		b := h.Open(t)
+		data := []byte("staged then refused")
+		st, err := b.Stage(ctx, bytes.NewReader(data), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Result(); got.SHA256 != digest(data) || got.Size != int64(len(data)) {
+			t.Fatalf("staged: got %+v, want sha %s size %d", got, digest(data), len(data))
+		}
+		if _, err := b.Stat(ctx, digest(data)); !errors.Is(err, artifact.ErrNotFound) {
+			t.Errorf("stat before commit: got %v, want ErrNotFound", err)
+		}
+		if err := st.Abort(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Stat(ctx, digest(data)); !errors.Is(err, artifact.ErrNotFound) {
+			t.Errorf("stat after abort: got %v, want ErrNotFound", err)
+		}
 		noLeftovers(t, b)
 	})
 	t.Run("absent_and_malformed", func(t *testing.T) {
@@ -208,32 +229,32 @@ func Run(t *testing.T, h Harness) {
 			}
 		}
 	})
-	t.Run("put_refreshes_mod_time", func(t *testing.T) {
+	t.Run("commit_restores_deleted_content", func(t *testing.T) {
+		// A sweeper may delete content between a row's insert and the
+		// commit that follows it; the commit must put it back.
 		b := h.Open(t)
-		res, err := b.Put(ctx, strings.NewReader("again"), 10)
+		data := []byte("held by a new row")
+		if _, err := artifact.Put(ctx, b, bytes.NewReader(data), 100); err != nil {
+			t.Fatal(err)
+		}
+		st, err := b.Stage(ctx, bytes.NewReader(data), 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		before, err := b.Stat(ctx, res.SHA256)
-		if err != nil {
+		if err := b.Delete(ctx, digest(data)); err != nil {
 			t.Fatal(err)
 		}
-		// Stores keep second-granular times at worst: wait past one.
-		time.Sleep(1100 * time.Millisecond)
-		if _, err := b.Put(ctx, strings.NewReader("again"), 10); err != nil {
+		if err := st.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
-		after, err := b.Stat(ctx, res.SHA256)
-		if err != nil {
-			t.Fatal(err)
+		if got := readAll(t, b, digest(data), 0, -1); !bytes.Equal(got, data) {
+			t.Fatalf("got %q, want %q", got, data)
 		}
-		if !after.ModTime.After(before.ModTime) {
-			t.Errorf("mod time %v after the second put, want later than %v", after.ModTime, before.ModTime)
-		}
+		noLeftovers(t, b)
 	})
 	t.Run("signed_url", func(t *testing.T) {
 		b := h.Open(t)
-		res, err := b.Put(ctx, strings.NewReader("signed"), 10)
+		res, err := artifact.Put(ctx, b, strings.NewReader("signed"), 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
@@ -84,19 +85,26 @@ func OpenPostgres(t testing.TB) store.Store {
 type Options struct {
 	Store store.Store // nil: OpenSQLite(t)
 	Clock *clock.Fake // nil: clock.NewFake(Epoch)
+	// Blob holds artifact bytes; nil: a local store under t.TempDir().
+	Blob artifact.Blob
+	// Artifacts overrides the artifact limits (quota, upload size, grace);
+	// its Store, Blob, Clock and Logger are filled in.
+	Artifacts artifact.Config
 }
 
 // Env is one running API server and the services behind it.
 type Env struct {
-	URL      string // http://127.0.0.1:port, no trailing slash
-	Server   *httpapi.Server
-	Store    store.Store
-	Clock    *clock.Fake
-	Auth     *auth.Service
-	Billing  *billing.Service
-	Projects *project.Service
-	Jobs     *job.Service
-	Contract *Contract
+	URL       string // http://127.0.0.1:port, no trailing slash
+	Server    *httpapi.Server
+	Store     store.Store
+	Clock     *clock.Fake
+	Auth      *auth.Service
+	Billing   *billing.Service
+	Projects  *project.Service
+	Jobs      *job.Service
+	Blob      artifact.Blob
+	Artifacts *artifact.Service
+	Contract  *Contract
 }
 
 // Start serves the API on 127.0.0.1 until the test ends. The server's log is
@@ -124,9 +132,20 @@ func Start(t testing.TB, opts Options) *Env {
 	e.Jobs = job.New(job.Config{Store: db, Clock: clk, Logger: log, Billing: e.Billing,
 		Limits: submit.Limits{Presets: submit.DefaultPresets()}})
 	e.Projects.SetJobs(e.Jobs)
+	e.Blob = opts.Blob
+	if e.Blob == nil {
+		local, err := artifact.NewLocal(filepath.Join(t.TempDir(), "artifacts"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Blob = local
+	}
+	acfg := opts.Artifacts
+	acfg.Store, acfg.Blob, acfg.Clock, acfg.Logger = db, e.Blob, clk, log
+	e.Artifacts = artifact.New(acfg)
 	e.Server = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
-		Version: "test",
+		Artifacts: e.Artifacts, Version: "test",
 	})
 	e.Server.SetCoreStarted(true)
 	c, err := LoadContract(openapi.Document, e.Server.Routes())

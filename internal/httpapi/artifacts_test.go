@@ -36,6 +36,7 @@ func artifactSuite() []apiCase {
 		{"retired_upload_endpoints", testArtifactRetired},
 		{"list_paging", testArtifactListPaging},
 		{"survives_restart", testArtifactRestart},
+		{"task_inputs_checked_at_admission", testArtifactInputsAdmission},
 	}
 }
 
@@ -496,4 +497,51 @@ func testArtifactRestart(t *testing.T, f *fixture) {
 		t.Fatal(err)
 	}
 	wantBlobs(t, f.e, sum(data))
+}
+
+func testArtifactInputsAdmission(t *testing.T, f *fixture) {
+	a := mustUpload(t, f.member, []byte("dataset"), "data.csv")
+	b := mustUpload(t, f.member, []byte("weights"), "w.bin")
+	_, other := fundedAccount(t, f.e, "mallory", "mals", 0)
+	foreign := mustUpload(t, other, []byte("not yours"), "x")
+	gone := mustUpload(t, f.member, []byte("deleted"), "gone")
+	f.member.Delete(t, "/api/v1/artifacts/"+gone.ID).Want(t, http.StatusOK)
+
+	before := f.state(t)
+	for _, c := range []struct {
+		download any
+		field    string
+		code     string
+	}{
+		{[]any{a.ID, foreign.ID}, "payload._artifacts.download[1]", "unknown_artifact"},
+		{map[string]any{"id": "art_nope"}, "payload._artifacts.download", "unknown_artifact"},
+		{gone.ID, "payload._artifacts.download", "unknown_artifact"},
+		{[]any{a.ID, 7}, "payload._artifacts.download[1]", "invalid_artifact_input"},
+		{"", "payload._artifacts.download", "invalid_artifact_input"},
+	} {
+		r := f.member.Post(t, "/api/v1/jobs", map[string]any{"project": fixtureProject, "runner_command": []string{"/runner"},
+			"payload": map[string]any{"_artifacts": map[string]any{"download": c.download}}})
+		env := r.Fail(t, http.StatusUnprocessableEntity)
+		if env.Code != c.code || env.Details["field"] != c.field {
+			t.Errorf("download %v: got %q field %v, want %q naming %s", c.download, env.Code, env.Details["field"], c.code, c.field)
+		}
+	}
+	f.unchanged(t, before, "refused submissions with bad artifact inputs")
+
+	job := submitJob(t, f.member, map[string]any{"payload": map[string]any{
+		"_artifacts": map[string]any{"download": []any{a.ID, map[string]any{"id": b.ID}, a.ID}}}})
+	for _, art := range []apiv1.Artifact{a, b} {
+		var m apiv1.Artifact
+		f.member.Get(t, "/api/v1/artifacts/"+art.ID+"/meta").JSON(t, http.StatusOK, &m)
+		if m.ReferenceCount != 1 || m.ActiveReferenceCount != 1 || m.DeletionEligible {
+			t.Errorf("input %s of a queued job: got references %d active %d eligible %v, want 1, 1, false",
+				art.ID, m.ReferenceCount, m.ActiveReferenceCount, m.DeletionEligible)
+		}
+		env := f.member.Delete(t, "/api/v1/artifacts/"+art.ID).Fail(t, http.StatusConflict)
+		if env.Code != "artifact_in_use" {
+			t.Errorf("delete input of a queued job: got %q, want artifact_in_use", env.Code)
+		}
+	}
+	f.member.Put(t, "/api/v1/jobs/"+job.ID+"/cancel", map[string]any{}).Want(t, http.StatusOK)
+	f.member.Delete(t, "/api/v1/artifacts/"+a.ID).Want(t, http.StatusOK)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -61,7 +62,7 @@ func newFakeController(t *testing.T) *fakeController {
 
 func (fc *fakeController) auth(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+testToken || r.Header.Get(agentproto.VersionHeader) != "1" {
+		if r.Header.Get("Authorization") != "Bearer "+testToken || r.Header.Get(agentproto.VersionHeader) != strconv.Itoa(agentproto.ProtocolVersion) {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}

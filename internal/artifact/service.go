@@ -42,24 +42,28 @@ type Config struct {
 	// Grace is how long deleted content stays before its bytes go
 	// (--artifact-grace).
 	Grace time.Duration
+	// AllowPrivate lets external URLs reach loopback, link-local and
+	// private addresses (--artifact-external-allow-private).
+	AllowPrivate bool
 }
 
 // Service keeps artifacts: rows in the store, bytes in the blob store.
 type Service struct {
-	store  store.Store
-	blob   Blob
-	clock  clock.Clock
-	log    *slog.Logger
-	maxUp  int64
-	quota  int64
-	grace  time.Duration
-	signed bool
+	store store.Store
+	blob  Blob
+	clock clock.Clock
+	log   *slog.Logger
+	maxUp int64
+	quota int64
+	grace time.Duration
+
+	allowPrivate bool
 }
 
 // New builds the service, filling in defaults.
 func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, blob: cfg.Blob, clock: cfg.Clock, log: cfg.Logger,
-		maxUp: cfg.MaxUploadBytes, quota: cfg.QuotaBytes, grace: cfg.Grace}
+		maxUp: cfg.MaxUploadBytes, quota: cfg.QuotaBytes, grace: cfg.Grace, allowPrivate: cfg.AllowPrivate}
 	if s.maxUp <= 0 {
 		s.maxUp = DefaultMaxUploadBytes
 	}
@@ -316,4 +320,13 @@ func (s *Service) SweepGrace(ctx context.Context, batch int) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// OpenInput reads an artifact's bytes for a host: from the blob store, or,
+// for an external artifact, from its URL.
+func (s *Service) OpenInput(ctx context.Context, a *store.Artifact) (io.ReadCloser, error) {
+	if a.Source == store.ArtifactLocal {
+		return s.Open(ctx, a, 0, -1)
+	}
+	return s.fetchExternal(ctx, a)
 }

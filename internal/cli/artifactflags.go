@@ -68,7 +68,7 @@ func (a *artifactFlags) service(ctx context.Context, db store.Store, clk clock.C
 		return nil, err
 	}
 	return artifact.New(artifact.Config{Store: db, Blob: b, Clock: clk, Logger: log,
-		MaxUploadBytes: a.maxUpload, QuotaBytes: a.quota, Grace: a.grace}), nil
+		MaxUploadBytes: a.maxUpload, QuotaBytes: a.quota, Grace: a.grace, AllowPrivate: a.allowPrivate}), nil
 }
 
 func (a *artifactFlags) sweepTasks(s *artifact.Service) []artifact.SweepTask {

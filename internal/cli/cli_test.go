@@ -71,7 +71,7 @@ func TestHelp(t *testing.T) {
 			if tc.flags != nil {
 				// No flag goes unexplained: every "-name" entry has a
 				// description and names its environment twin.
-				for _, m := range regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(stderr, -1) {
+				for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(stderr, -1) {
 					if !explains(stderr, m[1]) {
 						t.Errorf("help lists -%s without explaining it and its environment twin:\n%s", m[1], stderr)
 					}

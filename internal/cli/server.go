@@ -143,7 +143,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
 	go (&artifact.Sweeper{Tasks: f.artifacts.sweepTasks(arts), Logger: log.With("component", "sweeper")}).Run(sweepCtx)
-	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Clock: clk,
+	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Clock: clk, Artifacts: arts,
 		Log: log.With("component", "controller"), ImagesDir: filepath.Join(dataDir, "images")})
 	mux := http.NewServeMux()
 	mux.Handle("/agent/v1/", ctrl.Handler())

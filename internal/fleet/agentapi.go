@@ -42,6 +42,8 @@ func (c *Controller) Handler() http.Handler {
 		err := c.Event(r.Context(), bearer(r), r.PathValue("id"), &ev)
 		c.answer(w, r, agentproto.EventResponse{}, err)
 	})
+	mux.HandleFunc("GET "+agentproto.AttemptEventsPath+"{id}/inputs/{artifact_id}", c.serveInput)
+	mux.HandleFunc("POST "+agentproto.AttemptEventsPath+"{id}/artifacts", c.receiveArtifact)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no agent endpoint "+r.Method+" "+r.URL.Path)
 	})

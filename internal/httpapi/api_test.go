@@ -194,6 +194,8 @@ func writeRequest(rt httpapi.Route, name string, check apitest.Check) apitest.Re
 		req.Body = map[string]any{"jobs": []any{map[string]any{"project": name, "runner_command": []string{"/runner"}}}}
 	case "PATCH /api/v1/jobs/{id}/requirements":
 		req.Body = map[string]any{"cpu": 2}
+	case "POST /api/v1/artifacts/external":
+		req.Body = map[string]any{"filename": "d.csv", "url": "https://93.184.215.14/d.csv"}
 	case "POST /api/v1/artifacts":
 		req.Body = []byte("artifact bytes")
 		req.Header = http.Header{"Content-Type": {"application/octet-stream"}, "X-Artifact-Filename": {"a.txt"}}

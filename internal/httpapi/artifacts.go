@@ -50,6 +50,21 @@ func (s *Server) artifactUpload(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// artifactExternal registers an http(s) URL without uploading it.
+func (s *Server) artifactExternal(w http.ResponseWriter, r *http.Request) error {
+	var req apiv1.ExternalArtifactRequest
+	if _, err := decodeJSON(w, r, &req, false); err != nil {
+		return err
+	}
+	a, err := s.artifacts.RegisterExternal(r.Context(), &artifact.ExternalParams{AccountID: principal(r.Context()).Account.ID,
+		Filename: req.Filename, URL: req.URL, SHA256: req.SHA256})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, ArtifactView(a))
+	return nil
+}
+
 func (s *Server) artifactList(w http.ResponseWriter, r *http.Request) error {
 	limit, offset, err := pageParams(r)
 	if err != nil {

@@ -84,6 +84,7 @@ func (s *Server) routes() []route {
 		// Artifacts.
 		{"POST", "/api/v1/artifacts", write, s.artifactUpload},
 		{"GET", "/api/v1/artifacts", readOnly, s.artifactList},
+		{"POST", "/api/v1/artifacts/external", write, s.artifactExternal},
 		{"GET", "/api/v1/artifacts/{id}", readOnly, s.artifactGet},
 		{"GET", "/api/v1/artifacts/{id}/meta", readOnly, s.artifactMeta},
 		{"DELETE", "/api/v1/artifacts/{id}", write, s.artifactDelete},

@@ -85,6 +85,16 @@ type ArtifactStore interface {
 	ArtifactCreate(ctx context.Context, p *ArtifactCreateParams) (*Artifact, error)
 	// ArtifactGet finds a visible (not deleted) artifact of one account.
 	ArtifactGet(ctx context.Context, accountID, id string) (*Artifact, error)
+	// ArtifactGetByID finds a visible artifact whatever its account: for
+	// the controller's own work (a host fetching an input), never for a
+	// caller's request.
+	ArtifactGetByID(ctx context.Context, id string) (*Artifact, error)
+	// ArtifactRefExists reports whether a job refers to an artifact in a
+	// role.
+	ArtifactRefExists(ctx context.Context, artifactID, jobID string, role ArtifactRole) (bool, error)
+	// ArtifactListByJob lists the visible artifacts a job produced, oldest
+	// first (reference counts are not filled in).
+	ArtifactListByJob(ctx context.Context, jobID string) ([]*Artifact, error)
 	// ArtifactList pages an account's visible artifacts, newest first, and
 	// gives the total.
 	ArtifactList(ctx context.Context, p *ArtifactListParams) ([]*Artifact, int, error)

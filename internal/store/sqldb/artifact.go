@@ -111,3 +111,22 @@ func (q *queries) ArtifactContentHeld(ctx context.Context, sha string) (bool, er
 	err := q.read.QueryRowContext(ctx, q.sql("ArtifactContentHeld"), sha).Scan(&n)
 	return n > 0, q.mapErr(err)
 }
+
+func (q *queries) ArtifactGetByID(ctx context.Context, id string) (*store.Artifact, error) {
+	a, err := scanArtifact(q.read.QueryRowContext(ctx, q.sql("ArtifactGetByID"), id))
+	return a, q.mapErr(err)
+}
+
+func (q *queries) ArtifactRefExists(ctx context.Context, artifactID, jobID string, role store.ArtifactRole) (bool, error) {
+	var n int64
+	err := q.read.QueryRowContext(ctx, q.sql("ArtifactRefExists"), artifactID, jobID, string(role)).Scan(&n)
+	return n > 0, q.mapErr(err)
+}
+
+func (q *queries) ArtifactListByJob(ctx context.Context, jobID string) ([]*store.Artifact, error) {
+	rows, err := q.read.QueryContext(ctx, q.sql("ArtifactListByJob"), jobID)
+	if err != nil {
+		return nil, q.mapErr(err)
+	}
+	return collect(rows, scanArtifact)
+}

@@ -28,6 +28,8 @@ CREATE TABLE artifacts (
 CREATE INDEX artifacts_account ON artifacts (account_id, created_at, id) WHERE deleted_at IS NULL;
 -- Whether any row still holds a blob, and the sweeper's grace deletions.
 CREATE INDEX artifacts_sha ON artifacts (sha256);
+-- A job's outputs, for its task views.
+CREATE INDEX artifacts_job ON artifacts (job_id, created_at, id) WHERE job_id <> '';
 CREATE INDEX artifacts_deleted ON artifacts (deleted_at) WHERE deleted_at IS NOT NULL;
 
 -- A reference: a job that produces (output) or consumes (input) an

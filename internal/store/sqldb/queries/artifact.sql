@@ -60,3 +60,22 @@ DELETE FROM artifacts WHERE id = $1 AND deleted_at IS NOT NULL;
 
 -- name: ArtifactContentHeld
 SELECT COUNT(*) FROM artifacts WHERE sha256 = $1;
+
+-- name: ArtifactGetByID
+SELECT a.id, a.account_id, a.sha256, a.size_bytes, a.filename, a.source, a.url, a.job_id, a.task_id, a.kind,
+       a.created_at, a.deleted_at,
+       (SELECT COUNT(*) FROM artifact_refs r WHERE r.artifact_id = a.id),
+       (SELECT COUNT(*) FROM artifact_refs r JOIN jobs j ON j.id = r.job_id
+         WHERE r.artifact_id = a.id AND j.status IN ('planning', 'queued', 'running')),
+       (SELECT MAX(r.created_at) FROM artifact_refs r WHERE r.artifact_id = a.id)
+FROM artifacts a WHERE a.id = $1 AND a.deleted_at IS NULL;
+
+-- name: ArtifactRefExists
+SELECT COUNT(*) FROM artifact_refs WHERE artifact_id = $1 AND job_id = $2 AND role = $3;
+
+-- name: ArtifactListByJob
+-- A job's produced artifacts, oldest first: the task views list them.
+SELECT a.id, a.account_id, a.sha256, a.size_bytes, a.filename, a.source, a.url, a.job_id, a.task_id, a.kind,
+       a.created_at, a.deleted_at, 0, 0, NULL
+FROM artifacts a WHERE a.job_id = $1 AND a.deleted_at IS NULL
+ORDER BY a.created_at, a.id;

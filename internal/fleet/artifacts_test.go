@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +222,61 @@ func TestArtifactInputCachedPerHost(t *testing.T) {
 	h.agentsMu.Unlock()
 	if got := a.InputFetches(); got != 1 {
 		t.Errorf("input fetches: got %d for 6 tasks, want 1", got)
+	}
+}
+
+// An external input is downloaded through the controller and verified
+// against its sha256 before the runner starts; a mismatch never runs it.
+func TestArtifactExternalInput(t *testing.T) {
+	t.Parallel()
+	body := []byte("remote dataset")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(body) }))
+	t.Cleanup(srv.Close)
+	h := newHarness(t, harnessOptions{allowPrivate: true})
+	h.host(1)
+	run := func(sha string) (*store.Job, *store.Task) {
+		a, err := h.arts.RegisterExternal(context.Background(), &artifact.ExternalParams{AccountID: h.accountID,
+			Filename: "remote.txt", URL: srv.URL + "/remote.txt", SHA256: sha})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := h.wait(h.submit(apiv1.JobSubmit{Payload: withArtifacts(t, sandboxtest.Payload{
+			ReadFile: []string{"/run/skiff/payload/inputs/remote.txt"}}, map[string]any{"download": a.ID})}), 2*time.Minute)
+		tasks, _ := h.tasks(j)
+		return j, tasks[0]
+	}
+	j, task := run(hexsum(body))
+	if j.Status != store.JobCompleted {
+		t.Fatalf("job with a verified external input: got %s (%s), want completed", j.Status, task.ErrorText)
+	}
+	if got := sandboxtest.DecodeReport(t, task.Result).Reads["/run/skiff/payload/inputs/remote.txt"]; got != string(body) {
+		t.Errorf("runner read %q, want %q", got, body)
+	}
+	j, task = run(hexsum([]byte("other content")))
+	if j.Status != store.JobFailed || !strings.Contains(task.ErrorText, "fetched content has sha256 "+hexsum(body)) {
+		t.Errorf("job with a mismatching sha256: got %s (%s), want failed naming the digest", j.Status, task.ErrorText)
+	}
+	if task.Result != nil && strings.Contains(string(task.Result), "remote dataset") {
+		t.Error("the runner ran with unverified content")
+	}
+}
+
+// The dialer refuses a private address at fetch time too (a name that
+// resolved elsewhere when registered), unless the operator allows it.
+func TestArtifactExternalRefusedAtFetch(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("secret")) }))
+	t.Cleanup(srv.Close)
+	h := newHarness(t, harnessOptions{})
+	h.host(1)
+	a, err := h.st.ArtifactCreate(context.Background(), &store.ArtifactCreateParams{ID: "art_rebound", AccountID: h.accountID,
+		Filename: "x", Source: store.ArtifactExternal, URL: srv.URL + "/x", Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := h.wait(h.submit(apiv1.JobSubmit{Payload: withArtifacts(t, sandboxtest.Payload{}, map[string]any{"download": a.ID})}), 2*time.Minute)
+	tasks, _ := h.tasks(j)
+	if j.Status != store.JobFailed || !strings.Contains(tasks[0].ErrorText, "input "+a.ID) {
+		t.Errorf("job: got %s (%s), want failed on fetching the input", j.Status, tasks[0].ErrorText)
 	}
 }

@@ -59,6 +59,8 @@ type harnessOptions struct {
 	// heartbeat is the controller's heartbeat interval and the hosts'
 	// long-poll wait; default 1 s.
 	heartbeat time.Duration
+	// allowPrivate lets external artifacts reach loopback (a test server).
+	allowPrivate bool
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
@@ -86,7 +88,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	h.blob = blob
-	h.arts = artifact.New(artifact.Config{Store: st, Blob: blob, Clock: clock.System{}, Logger: log})
+	h.arts = artifact.New(artifact.Config{Store: st, Blob: blob, Clock: clock.System{}, Logger: log, AllowPrivate: opts.allowPrivate})
 
 	layoutDir, digest := sandboxtest.RunnerImage(t)
 	hex := strings.TrimPrefix(digest, "sha256:")

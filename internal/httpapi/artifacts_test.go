@@ -37,6 +37,7 @@ func artifactSuite() []apiCase {
 		{"list_paging", testArtifactListPaging},
 		{"survives_restart", testArtifactRestart},
 		{"task_inputs_checked_at_admission", testArtifactInputsAdmission},
+		{"external_urls", testArtifactExternal},
 	}
 }
 
@@ -544,4 +545,61 @@ func testArtifactInputsAdmission(t *testing.T, f *fixture) {
 	}
 	f.member.Put(t, "/api/v1/jobs/"+job.ID+"/cancel", map[string]any{}).Want(t, http.StatusOK)
 	f.member.Delete(t, "/api/v1/artifacts/"+a.ID).Want(t, http.StatusOK)
+}
+
+func testArtifactExternal(t *testing.T, f *fixture) {
+	sha := strings.Repeat("ab", 32)
+	var a apiv1.Artifact
+	f.member.Post(t, "/api/v1/artifacts/external", map[string]any{"filename": "../data.csv", "url": "https://93.184.215.14/files/data.csv#frag",
+		"sha256": strings.ToUpper(sha)}).JSON(t, http.StatusCreated, &a)
+	if a.Source != "external" || a.URL == nil || *a.URL != "https://93.184.215.14/files/data.csv" || a.SHA256 == nil || *a.SHA256 != sha ||
+		a.Filename != "data.csv" || a.Size != 0 {
+		t.Errorf("external: got %+v, want source external, the URL without fragment, the sha256 lower-cased, filename data.csv", a)
+	}
+	var b apiv1.Artifact
+	f.member.Post(t, "/api/v1/artifacts/external", map[string]any{"url": "http://93.184.215.14/dir/model.bin"}).JSON(t, http.StatusCreated, &b)
+	if b.Filename != "model.bin" || b.SHA256 != nil {
+		t.Errorf("external without filename or sha256: got %+v, want filename model.bin and no sha256", b)
+	}
+	wantQuotaUsed(t, f.member, 0)
+	env := f.member.Get(t, "/api/v1/artifacts/"+a.ID).Fail(t, http.StatusConflict)
+	if env.Code != "artifact_external" {
+		t.Errorf("download of an external artifact: got %q, want artifact_external", env.Code)
+	}
+	f.member.Get(t, "/api/v1/artifacts/"+a.ID+"/meta").Want(t, http.StatusOK)
+	// It may be a task input.
+	submitJob(t, f.member, map[string]any{"payload": map[string]any{"_artifacts": map[string]any{"download": a.ID}}})
+
+	before := f.state(t)
+	for _, c := range []struct{ url, sha, code string }{
+		{"ftp://93.184.215.14/x", "", "invalid_artifact_url"},
+		{"file:///etc/passwd", "", "invalid_artifact_url"},
+		{"https://user:secret@93.184.215.14/x", "", "invalid_artifact_url"},
+		{"not a url", "", "invalid_artifact_url"},
+		{"", "", "invalid_artifact_url"},
+		{"http://127.0.0.1:8080/api/v1/artifacts", "", "artifact_url_refused"},
+		{"http://localhost/x", "", "artifact_url_refused"},
+		{"http://10.1.2.3/x", "", "artifact_url_refused"},
+		{"http://192.168.0.10/x", "", "artifact_url_refused"},
+		{"http://172.20.0.1/x", "", "artifact_url_refused"},
+		{"http://169.254.169.254/latest/meta-data", "", "artifact_url_refused"},
+		{"http://[::1]/x", "", "artifact_url_refused"},
+		{"http://[fe80::1]/x", "", "artifact_url_refused"},
+		{"http://[::ffff:127.0.0.1]/x", "", "artifact_url_refused"},
+		{"http://0.0.0.0/x", "", "artifact_url_refused"},
+		{"https://93.184.215.14/x", "xyz", "invalid_sha256"},
+	} {
+		body := map[string]any{"filename": "x", "url": c.url}
+		if c.sha != "" {
+			body["sha256"] = c.sha
+		}
+		env := f.member.Post(t, "/api/v1/artifacts/external", body).Fail(t, http.StatusUnprocessableEntity)
+		if env.Code != c.code || env.Details["field"] == nil || env.RecommendedAction == "" {
+			t.Errorf("url %q: got %q %v, want %s naming the field", c.url, env.Code, env.Details, c.code)
+		}
+	}
+	f.unchanged(t, before, "refused external URLs")
+	// An operator may allow private addresses.
+	_, c := withArtifacts(t, f, artifact.Config{AllowPrivate: true})
+	c.Post(t, "/api/v1/artifacts/external", map[string]any{"url": "http://127.0.0.1:9/x"}).Want(t, http.StatusCreated)
 }

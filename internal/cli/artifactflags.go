@@ -11,6 +11,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -23,6 +24,7 @@ type artifactFlags struct {
 	s3Endpoint   string
 	s3Region     string
 	allowPrivate bool
+	jobRetention time.Duration
 }
 
 func (a *artifactFlags) register(fs *flag.FlagSet) {
@@ -32,6 +34,7 @@ func (a *artifactFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.storeURL, "artifact-store", "", "where artifact bytes live: empty for local disk under --data-dir/artifacts (env SKIFF_ARTIFACT_STORE)")
 	fs.StringVar(&a.s3Endpoint, "s3-endpoint", "", "endpoint of the S3-compatible store of --artifact-store s3://... (env SKIFF_S3_ENDPOINT)")
 	fs.StringVar(&a.s3Region, "s3-region", "us-east-1", "region of the S3-compatible store (env SKIFF_S3_REGION)")
+	fs.DurationVar(&a.jobRetention, "job-retention", store.DefaultJobRetention, "how long terminal jobs are kept with their tasks, outputs and events before the sweeper purges them (env SKIFF_JOB_RETENTION)")
 	fs.BoolVar(&a.allowPrivate, "artifact-external-allow-private", false, "let external artifact URLs resolve to loopback, link-local or private addresses (env SKIFF_ARTIFACT_EXTERNAL_ALLOW_PRIVATE)")
 }
 
@@ -43,6 +46,8 @@ func (a *artifactFlags) validate() error {
 		return fmt.Errorf("--artifact-quota-bytes must be positive")
 	case a.grace <= 0:
 		return fmt.Errorf("--artifact-grace must be positive")
+	case a.jobRetention <= 0:
+		return fmt.Errorf("--job-retention must be positive")
 	}
 	return nil
 }
@@ -71,6 +76,13 @@ func (a *artifactFlags) service(ctx context.Context, db store.Store, clk clock.C
 		MaxUploadBytes: a.maxUpload, QuotaBytes: a.quota, Grace: a.grace, AllowPrivate: a.allowPrivate}), nil
 }
 
-func (a *artifactFlags) sweepTasks(s *artifact.Service) []artifact.SweepTask {
-	return []artifact.SweepTask{{Name: "artifact_grace", Run: s.SweepGrace}}
+// sweepTasks are the sweeper's batches: artifacts past their grace, and
+// terminal jobs past their retention.
+func (a *artifactFlags) sweepTasks(s *artifact.Service, jobs *job.Service, clk clock.Clock) []artifact.SweepTask {
+	return []artifact.SweepTask{
+		{Name: "artifact_grace", Run: s.SweepGrace},
+		{Name: "job_retention", Run: func(ctx context.Context, batch int) (int, error) {
+			return jobs.PurgeFinishedBefore(ctx, clk.Now().Add(-a.jobRetention), batch)
+		}},
+	}
 }

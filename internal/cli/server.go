@@ -142,7 +142,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	})
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
-	go (&artifact.Sweeper{Tasks: f.artifacts.sweepTasks(arts), Logger: log.With("component", "sweeper")}).Run(sweepCtx)
+	go (&artifact.Sweeper{Tasks: f.artifacts.sweepTasks(arts, jobs, clk), Logger: log.With("component", "sweeper")}).Run(sweepCtx)
 	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Clock: clk, Artifacts: arts,
 		Log: log.With("component", "controller"), ImagesDir: filepath.Join(dataDir, "images")})
 	mux := http.NewServeMux()

@@ -38,6 +38,7 @@ func artifactSuite() []apiCase {
 		{"survives_restart", testArtifactRestart},
 		{"task_inputs_checked_at_admission", testArtifactInputsAdmission},
 		{"external_urls", testArtifactExternal},
+		{"retention_purges_old_jobs", testArtifactRetention},
 	}
 }
 
@@ -602,4 +603,30 @@ func testArtifactExternal(t *testing.T, f *fixture) {
 	// An operator may allow private addresses.
 	_, c := withArtifacts(t, f, artifact.Config{AllowPrivate: true})
 	c.Post(t, "/api/v1/artifacts/external", map[string]any{"url": "http://127.0.0.1:9/x"}).Want(t, http.StatusCreated)
+}
+
+func testArtifactRetention(t *testing.T, f *fixture) {
+	a := mustUpload(t, f.member, []byte("kept"), "in.txt")
+	old := submitJob(t, f.member, map[string]any{"payload": map[string]any{"_artifacts": map[string]any{"download": a.ID}}})
+	f.member.Put(t, "/api/v1/jobs/"+old.ID+"/cancel", map[string]any{}).Want(t, http.StatusOK)
+	f.e.Clock.Advance(20 * 24 * time.Hour)
+	recent := submitJob(t, f.member, nil)
+	f.member.Put(t, "/api/v1/jobs/"+recent.ID+"/cancel", map[string]any{}).Want(t, http.StatusOK)
+	f.e.Clock.Advance(11 * 24 * time.Hour) // old: 31 days; recent: 11
+	n, err := f.e.Jobs.PurgeFinishedBefore(t.Context(), f.e.Clock.Now().Add(-30*24*time.Hour), 100)
+	if err != nil || n != 1 {
+		t.Fatalf("purge: got %d, %v; want 1", n, err)
+	}
+	for _, p := range []string{"/api/v1/jobs/" + old.ID, "/api/v1/jobs/" + old.ID + "/tasks", "/api/v1/jobs/" + old.ID + "/events", "/api/v1/results/" + old.ID} {
+		f.member.Get(t, p).Fail(t, http.StatusNotFound)
+	}
+	f.member.Get(t, "/api/v1/jobs/"+recent.ID).Want(t, http.StatusOK)
+	var m apiv1.Artifact
+	f.member.Get(t, "/api/v1/artifacts/"+a.ID+"/meta").JSON(t, http.StatusOK, &m)
+	if m.ReferenceCount != 0 || !m.DeletionEligible {
+		t.Errorf("artifact after its job was purged: got %d references, want 0", m.ReferenceCount)
+	}
+	if g := f.member.Get(t, "/api/v1/artifacts/"+a.ID).Want(t, http.StatusOK); string(g.Body) != "kept" {
+		t.Errorf("artifact bytes after the purge: got %q", g.Body)
+	}
 }

@@ -133,3 +133,14 @@ func referenceInputs(ctx context.Context, q store.Querier, jobID string, ids []s
 	}
 	return nil
 }
+
+// PurgeFinishedBefore deletes up to batch terminal jobs that finished
+// before t, with their tasks, outputs and events (spec 8: terminal job
+// retention); their artifacts stay, one reference fewer.
+func (s *Service) PurgeFinishedBefore(ctx context.Context, t time.Time, batch int) (int, error) {
+	n, err := s.store.JobPurgeFinishedBefore(ctx, t, batch)
+	if err != nil {
+		return n, fmt.Errorf("purge jobs: %w", err)
+	}
+	return n, nil
+}

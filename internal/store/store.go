@@ -45,4 +45,5 @@ type Querier interface {
 	JobEditStore
 	TaskPageStore
 	ArtifactStore
+	RetentionStore
 }

@@ -16,6 +16,7 @@ var artifactTests = map[string]func(*testing.T, store.Store){
 	"ArtifactReferencesAndHide":      testArtifactReferencesAndHide,
 	"ArtifactGraceAndPurge":          testArtifactGraceAndPurge,
 	"ArtifactSchemaChecks":           testArtifactSchemaChecks,
+	"JobRetentionPurge":              testJobRetentionPurge,
 }
 
 func sha(c byte) string { return strings.Repeat(string(c), 64) }
@@ -196,5 +197,48 @@ func testArtifactSchemaChecks(t *testing.T, s store.Store) {
 		if err := rawExec(t, s, q, a.ID); err == nil {
 			t.Errorf("%s: the database accepted it, want a CHECK to refuse it", name)
 		}
+	}
+}
+
+func testJobRetentionPurge(t *testing.T, s store.Store) {
+	f := setupJobs(t, s)
+	old := mustJob(t, s, f.jobParams(2, t0))
+	recent := mustJob(t, s, f.jobParams(1, t0))
+	open := mustJob(t, s, f.jobParams(1, t0))
+	in := mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: f.acct.ID, SHA256: sha('a'), SizeBytes: 1, Now: t0})
+	out := mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: f.acct.ID, SHA256: sha('b'), SizeBytes: 1, JobID: old.ID, Now: t0})
+	for _, j := range []*store.Job{old, recent} {
+		if err := s.ArtifactRefAdd(ctx(t), &store.ArtifactRefParams{ArtifactID: in.ID, JobID: j.ID, Role: store.ArtifactRoleInput, Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustSetStatus(t, s, old.ID, store.JobCancelled, t0.Add(time.Hour))
+	mustSetStatus(t, s, recent.ID, store.JobCancelled, t0.Add(40*24*time.Hour))
+	cutoff := t0.Add(31 * 24 * time.Hour)
+	n, err := s.JobPurgeFinishedBefore(ctx(t), cutoff, 10)
+	if err != nil || n != 1 {
+		t.Fatalf("purge: got %d, %v; want 1", n, err)
+	}
+	if _, err := s.JobGetByID(ctx(t), old.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("purged job: got %v, want ErrNotFound", err)
+	}
+	if tasks, err := s.TaskList(ctx(t), old.ID); err != nil || len(tasks) != 0 {
+		t.Errorf("purged job's tasks: got %d, %v; want none", len(tasks), err)
+	}
+	if evs, err := s.JobEventList(ctx(t), old.ID, 0); err != nil || len(evs) != 0 {
+		t.Errorf("purged job's events: got %d, %v; want none", len(evs), err)
+	}
+	for _, j := range []*store.Job{recent, open} {
+		if _, err := s.JobGetByID(ctx(t), j.ID); err != nil {
+			t.Errorf("job %s (recent or open): got %v, want kept", j.ID, err)
+		}
+	}
+	gotIn, _ := s.ArtifactGet(ctx(t), f.acct.ID, in.ID)
+	gotOut, _ := s.ArtifactGet(ctx(t), f.acct.ID, out.ID)
+	if gotIn == nil || gotIn.ReferenceCount != 1 || gotOut == nil || gotOut.ReferenceCount != 0 || gotOut.JobID != old.ID {
+		t.Errorf("artifacts after the purge: got %+v and %+v, want both kept, one reference fewer", gotIn, gotOut)
+	}
+	if n, _ := s.JobPurgeFinishedBefore(ctx(t), cutoff, 10); n != 0 {
+		t.Errorf("second purge: got %d, want 0", n)
 	}
 }

@@ -42,3 +42,6 @@ CREATE TABLE artifact_refs (
     PRIMARY KEY (artifact_id, job_id, role)
 );
 CREATE INDEX artifact_refs_job ON artifact_refs (job_id);
+
+-- Retention (spec 8): the sweeper purges terminal jobs by finish time.
+CREATE INDEX jobs_finished ON jobs (finished_at, id) WHERE finished_at IS NOT NULL;

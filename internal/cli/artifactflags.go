@@ -58,7 +58,16 @@ func (a *artifactFlags) blob(ctx context.Context, dataDir string) (artifact.Blob
 	case u == "":
 		return artifact.NewLocal(filepath.Join(dataDir, "artifacts"))
 	case strings.HasPrefix(u, "s3://"):
-		return nil, fmt.Errorf("--artifact-store s3://: the S3-compatible blob store is not built yet")
+		bucket, prefix, err := artifact.ParseS3URL(u)
+		if err != nil {
+			return nil, err
+		}
+		if a.s3Endpoint == "" {
+			return nil, fmt.Errorf("--artifact-store %s needs --s3-endpoint", u)
+		}
+		// Credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
+		// and AWS_SESSION_TOKEN, never from flags (they would show in ps).
+		return artifact.NewS3(ctx, artifact.S3Config{Endpoint: a.s3Endpoint, Region: a.s3Region, Bucket: bucket, Prefix: prefix})
 	default:
 		return nil, fmt.Errorf("--artifact-store must be empty (local disk) or s3://bucket/prefix")
 	}

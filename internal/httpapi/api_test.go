@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/testenv"
@@ -53,6 +54,12 @@ func TestAPI(t *testing.T) {
 // runSuite runs each case against every store engine, in parallel, each on
 // a fresh fixture that prepare (when not nil) adds to.
 func runSuite(t *testing.T, cases []apiCase, prepare func(*testing.T, *fixture)) {
+	runSuiteWith(t, cases, prepare, nil)
+}
+
+// runSuiteWith is runSuite over artifact blob stores that newBlob opens (nil:
+// the default local store).
+func runSuiteWith(t *testing.T, cases []apiCase, prepare func(*testing.T, *fixture), newBlob func(testing.TB) artifact.Blob) {
 	t.Parallel()
 	for _, eng := range apitest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
@@ -63,7 +70,7 @@ func runSuite(t *testing.T, cases []apiCase, prepare func(*testing.T, *fixture))
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
-					f := setup(t, eng)
+					f := setupBlob(t, eng, newBlob)
 					if prepare != nil {
 						prepare(t, f)
 					}
@@ -101,12 +108,13 @@ func fundedAccount(tb testing.TB, e *apitest.Env, name, project string, micros i
 // fixture is a running server with one account, "acme", owning project
 // "alpha" that holds the shared-state key "k" = 1.
 type fixture struct {
-	eng    apitest.Engine
-	e      *apitest.Env
-	acct   *apitest.Account
-	member *apitest.Client
-	viewer *apitest.Client
-	anon   *apitest.Client
+	eng     apitest.Engine
+	newBlob func(testing.TB) artifact.Blob // nil: local disk
+	e       *apitest.Env
+	acct    *apitest.Account
+	member  *apitest.Client
+	viewer  *apitest.Client
+	anon    *apitest.Client
 }
 
 const (
@@ -116,8 +124,17 @@ const (
 
 func setup(t *testing.T, eng apitest.Engine) *fixture {
 	t.Helper()
-	e := apitest.Start(t, apitest.Options{Store: eng.Open(t)})
-	f := &fixture{eng: eng, e: e, acct: e.NewAccount(t, "acme"), anon: e.Client("")}
+	return setupBlob(t, eng, nil)
+}
+
+func setupBlob(t *testing.T, eng apitest.Engine, newBlob func(testing.TB) artifact.Blob) *fixture {
+	t.Helper()
+	opts := apitest.Options{Store: eng.Open(t)}
+	if newBlob != nil {
+		opts.Blob = newBlob(t)
+	}
+	e := apitest.Start(t, opts)
+	f := &fixture{eng: eng, newBlob: newBlob, e: e, acct: e.NewAccount(t, "acme"), anon: e.Client("")}
 	f.member, f.viewer = e.Client(f.acct.Member), e.Client(f.acct.Viewer)
 	f.member.Post(t, "/api/v1/projects", map[string]any{"name": fixtureProject}).Want(t, http.StatusCreated)
 	f.member.Put(t, kvPath(fixtureProject, fixtureKey), map[string]any{"value": 1}).Want(t, http.StatusOK)

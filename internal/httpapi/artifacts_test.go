@@ -12,14 +12,18 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/artifact"
+	"github.com/skiffhq/skiff/internal/artifact/s3test"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 )
 
@@ -44,6 +48,16 @@ func artifactSuite() []apiCase {
 
 func TestArtifacts(t *testing.T) {
 	runSuite(t, artifactSuite(), funded(1000_000_000))
+}
+
+// TestArtifactsS3 runs the same suite with the S3-compatible blob store, a
+// real versitygw, a fresh bucket per server.
+func TestArtifactsS3(t *testing.T) {
+	srv := s3test.Start(t)
+	if srv == nil {
+		return
+	}
+	runSuiteWith(t, artifactSuite(), funded(1000_000_000), func(tb testing.TB) artifact.Blob { return srv.Blob(tb, "skiff") })
 }
 
 func sum(b []byte) string {
@@ -79,9 +93,27 @@ func listArtifacts(t *testing.T, c *apitest.Client) apiv1.ArtifactList {
 // sits in its temporary directory.
 func blobFiles(t *testing.T, e *apitest.Env) (content, tmp []string) {
 	t.Helper()
+	if s3, ok := e.Blob.(*artifact.S3); ok {
+		ctx := t.Context()
+		for o := range s3.Client().ListObjects(ctx, s3.Bucket(), minio.ListObjectsOptions{Recursive: true}) {
+			if o.Err != nil {
+				t.Fatal(o.Err)
+			}
+			if strings.HasPrefix(o.Key, s3.TmpPrefix()) {
+				tmp = append(tmp, o.Key)
+			} else {
+				content = append(content, path.Base(o.Key))
+			}
+		}
+		for u := range s3.Client().ListIncompleteUploads(ctx, s3.Bucket(), "", true) {
+			tmp = append(tmp, "upload:"+u.Key)
+		}
+		sort.Strings(content)
+		return content, tmp
+	}
 	l, ok := e.Blob.(*artifact.Local)
 	if !ok {
-		t.Fatalf("blob store is %T, want *artifact.Local", e.Blob)
+		t.Fatalf("blob store is %T, want *artifact.Local or *artifact.S3", e.Blob)
 	}
 	root := filepath.Dir(l.TempDir())
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -159,8 +191,20 @@ func testArtifactUploadDownload(t *testing.T, f *fixture) {
 
 	var m apiv1.Artifact
 	f.member.Get(t, "/api/v1/artifacts/"+a.ID+"/meta").JSON(t, http.StatusOK, &m)
-	if m.ID != a.ID || *m.SHA256 != sum(data) || m.SignedURL != "" || !m.DeletionEligible || m.ReferenceCount != 0 {
-		t.Errorf("meta: got %+v, want the upload, deletion eligible, no references, no signed URL (local disk)", m)
+	_, isS3 := f.e.Blob.(*artifact.S3)
+	if m.ID != a.ID || *m.SHA256 != sum(data) || (m.SignedURL != "") != isS3 || !m.DeletionEligible || m.ReferenceCount != 0 {
+		t.Errorf("meta: got %+v, want the upload, deletion eligible, no references, a signed URL only from S3", m)
+	}
+	if isS3 {
+		resp, err := http.Get(m.SignedURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !bytes.Equal(got, data) {
+			t.Errorf("signed URL: got %d and %d bytes, want 200 and the upload", resp.StatusCode, len(got))
+		}
 	}
 	l := listArtifacts(t, f.member)
 	if l.Total != 1 || len(l.Artifacts) != 1 || l.Artifacts[0].ID != a.ID || l.Quota.UsedBytes != int64(len(data)) ||
@@ -207,7 +251,11 @@ func testArtifactDedupe(t *testing.T, f *fixture) {
 // other artifact limits, and an account with a member client.
 func withArtifacts(t *testing.T, f *fixture, cfg artifact.Config) (*apitest.Env, *apitest.Client) {
 	t.Helper()
-	e := apitest.Start(t, apitest.Options{Store: f.eng.Open(t), Artifacts: cfg})
+	opts := apitest.Options{Store: f.eng.Open(t), Artifacts: cfg}
+	if f.newBlob != nil {
+		opts.Blob = f.newBlob(t)
+	}
+	e := apitest.Start(t, opts)
 	acct := e.NewAccount(t, "small")
 	return e, e.Client(acct.Member)
 }
@@ -491,7 +539,10 @@ func testArtifactRestart(t *testing.T, f *fixture) {
 	}
 	wantQuotaUsed(t, c, int64(len(data)))
 	// A new local store over the same directory clears only temporaries.
-	l := f.e.Blob.(*artifact.Local)
+	l, ok := f.e.Blob.(*artifact.Local)
+	if !ok {
+		return
+	}
 	if err := os.WriteFile(filepath.Join(l.TempDir(), "put-stale"), []byte("half"), 0o600); err != nil {
 		t.Fatal(err)
 	}

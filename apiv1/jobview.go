@@ -172,6 +172,19 @@ type Task struct {
 	ResultQuality  json.RawMessage `json:"result_quality"`
 	ResultWarnings []string        `json:"result_warnings"`
 
+	// Artifacts are the files the task's attempts uploaded: the artifact
+	// directory's files (kind output, or failed_output for a failed
+	// attempt's), a spilled result and the full output, oldest first.
+	Artifacts []TaskArtifact `json:"artifacts"`
+	// OutputArtifactID holds the full stdout and stderr when they did not
+	// fit output and error; null otherwise.
+	OutputArtifactID *string `json:"output_artifact_id"`
+	// ResultSpilled: the structured result was too large to keep inline
+	// (over 256 KiB) and is the artifact ResultArtifactID, ResultFilename.
+	ResultSpilled    bool    `json:"result_spilled"`
+	ResultArtifactID *string `json:"result_artifact_id"`
+	ResultFilename   *string `json:"result_filename"`
+
 	LiveFeedback   *LiveFeedback   `json:"live_feedback"` // running tasks only
 	LatestProgress json.RawMessage `json:"latest_progress"`
 	// Checkpoint is the latest checkpoint the runner reported (the
@@ -450,4 +463,13 @@ type LeaseCounts struct {
 	Done     int64 `json:"done"`
 	Failed   int64 `json:"failed"`
 	Requeued int64 `json:"requeued"`
+}
+
+// TaskArtifact is one artifact a task produced.
+type TaskArtifact struct {
+	ID       string `json:"id"`
+	Filename string `json:"filename"`
+	Size     int64  `json:"size"`
+	SHA256   string `json:"sha256"`
+	Kind     string `json:"kind"` // output, failed_output, result or log
 }

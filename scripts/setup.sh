@@ -13,6 +13,9 @@
 #   (about 3 minutes cold). Debian's runsc is from 2022: it cannot run buildah's
 #   RUN steps and lacks systrap. A version stamp beside the binary records which
 #   version it is, so a rebuild happens only when the pin changes.
+# - versitygw at /usr/local/lib/skiff/versitygw, an S3-compatible server with a
+#   posix backend that the artifact tests start (internal/artifact/s3test),
+#   built with `go install` and stamped like runsc.
 # - /etc/containers/policy.json and registries.conf when absent, and the
 #   overlay file system that buildah's storage uses.
 #
@@ -32,6 +35,11 @@ RUNSC_VERSION="v0.0.0-20260905035102-160fafc42237"
 RUNSC_DIR="/usr/local/lib/skiff"
 RUNSC_BIN="$RUNSC_DIR/runsc"
 RUNSC_STAMP="$RUNSC_DIR/runsc.version"
+
+VERSITYGW_MODULE="github.com/versity/versitygw/cmd/versitygw"
+VERSITYGW_VERSION="v1.8.0"
+VERSITYGW_BIN="$RUNSC_DIR/versitygw"
+VERSITYGW_STAMP="$RUNSC_DIR/versitygw.version"
 
 APT_PACKAGES=(
 	buildah crun umoci skopeo netavark aardvark-dns iptables uidmap
@@ -99,6 +107,25 @@ install_runsc() {
 	did+=("runsc $RUNSC_VERSION")
 }
 
+install_versitygw() {
+	if [[ -x "$VERSITYGW_BIN" && -f "$VERSITYGW_STAMP" && "$(cat "$VERSITYGW_STAMP")" == "$VERSITYGW_VERSION" ]]; then
+		return 0
+	fi
+	need_root "versitygw $VERSITYGW_VERSION"
+	command -v go >/dev/null || die "go is needed to build versitygw; install Go 1.26 first"
+	log "building versitygw $VERSITYGW_VERSION (a few minutes the first time)"
+	local vgwbin
+	vgwbin="$(mktemp -d)"
+	(cd / && CGO_ENABLED=0 GOBIN="$vgwbin" GOFLAGS= GOWORK=off go install "$VERSITYGW_MODULE@$VERSITYGW_VERSION")
+	install -d -m 0755 "$RUNSC_DIR"
+	install -m 0755 "$vgwbin/versitygw" "$VERSITYGW_BIN.new"
+	mv -f "$VERSITYGW_BIN.new" "$VERSITYGW_BIN"
+	rm -rf "$vgwbin"
+	printf '%s\n' "$VERSITYGW_VERSION" >"$VERSITYGW_STAMP.new"
+	mv -f "$VERSITYGW_STAMP.new" "$VERSITYGW_STAMP"
+	did+=("versitygw $VERSITYGW_VERSION")
+}
+
 write_if_missing() { # path, contents
 	[[ -e "$1" ]] && return 0
 	need_root "$1"
@@ -164,6 +191,7 @@ quiet_prometheus() {
 install_packages
 quiet_prometheus
 install_runsc
+install_versitygw
 configure_containers
 install_node
 npm_ci test/payments
@@ -171,7 +199,7 @@ npm_ci test/sse
 npm_ci test/openapi
 
 if ((${#did[@]} == 0)); then
-	log "nothing to do: packages, runsc $RUNSC_VERSION, container config and the npm test harnesses are in place"
+	log "nothing to do: packages, runsc $RUNSC_VERSION, versitygw $VERSITYGW_VERSION, container config and the npm test harnesses are in place"
 else
 	log "done: ${did[*]}"
 fi

@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
@@ -59,6 +61,10 @@ type Config struct {
 	// CacheRoot holds one cache directory per project
 	// (SKIFF_TASK_CACHE_DIR), shared by its attempts on this host.
 	CacheRoot string
+	// InputRoot caches artifact inputs by sha256, shared by every attempt
+	// on this host; empty means <WorkRoot>-inputs. On the same filesystem
+	// as WorkRoot, inputs are hard-linked into attempts, not copied.
+	InputRoot string
 	// Slots is how many attempts run at once; 0 means runtime.NumCPU().
 	Slots int
 	// Profile describes the host; the zero value means DetectProfile().
@@ -121,6 +127,9 @@ type Agent struct {
 	log *slog.Logger
 	clk clock.Clock
 
+	inputs       *inputCache
+	inputFetches atomic.Int64 // input fetches that went to the controller
+
 	mu       sync.Mutex
 	hostID   string
 	running  map[string]*attempt
@@ -179,7 +188,17 @@ func New(cfg Config) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Agent{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, running: make(map[string]*attempt)}, nil
+	if cfg.InputRoot == "" {
+		cfg.InputRoot = strings.TrimRight(cfg.WorkRoot, "/") + "-inputs"
+	}
+	return &Agent{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, running: make(map[string]*attempt),
+		inputs: &inputCache{dir: cfg.InputRoot}}, nil
+}
+
+// InputFetches counts artifact inputs this host fetched from the
+// controller (not found in its cache).
+func (a *Agent) InputFetches() int64 {
+	return a.inputFetches.Load()
 }
 
 // HostID is the id the controller gave this host, "" before registration.

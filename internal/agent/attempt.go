@@ -154,22 +154,45 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 	// removal need not delay the report.
 	at.workDir = workDir
 
+	inputs, err := at.resolveInputs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// With a controller that takes uploads, the whole output is kept
+	// beside the work dir (outside what the runner sees) and results
+	// beyond the inline limit are spilled instead of dropped.
+	_, transfers := cfg.Controller.(ArtifactTransfer)
+	var maxResult int64
+	logPath := workDir + ".output.log"
+	if transfers {
+		maxResult = agentproto.ResultInlineMaxBytes
+		lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("create output log: %w", err)
+		}
+		defer os.Remove(logPath)
+		defer lf.Close()
+		out.keepFull(lf, FullOutputMaxBytes)
+	}
+
 	spec := sandbox.Spec{
-		AttemptID: asg.AttemptID,
-		TaskID:    asg.TaskID,
-		RootFS:    img.RootFS,
-		Args:      args,
-		Cwd:       cwd,
-		Env:       env,
-		Payload:   asg.Payload,
-		WorkDir:   workDir,
-		CacheDir:  filepath.Join(cfg.CacheRoot, asg.ProjectID),
-		CPU:       asg.CPU,
-		MemoryMB:  asg.MemoryMB,
-		Network:   asg.Network,
-		Timeout:   time.Duration(asg.TimeoutS) * time.Second,
-		Stdout:    out.stdoutWriter(),
-		Stderr:    out.stderrWriter(),
+		AttemptID:      asg.AttemptID,
+		TaskID:         asg.TaskID,
+		RootFS:         img.RootFS,
+		Args:           args,
+		Cwd:            cwd,
+		Env:            env,
+		Payload:        asg.Payload,
+		Inputs:         inputs,
+		WorkDir:        workDir,
+		MaxResultBytes: maxResult,
+		CacheDir:       filepath.Join(cfg.CacheRoot, asg.ProjectID),
+		CPU:            asg.CPU,
+		MemoryMB:       asg.MemoryMB,
+		Network:        asg.Network,
+		Timeout:        time.Duration(asg.TimeoutS) * time.Second,
+		Stdout:         out.stdoutWriter(),
+		Stderr:         out.stderrWriter(),
 	}
 	if ctx.Err() != nil {
 		return nil, errors.New("attempt cancelled before it started")
@@ -200,8 +223,14 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 			o.ResultRejected = "result file is not valid JSON"
 		}
 	}
+	if transfers && !so.Killed {
+		at.uploadOutputs(context.WithoutCancel(ctx), o, so, sandbox.HostDirs(&spec), logPath, out.needsFull())
+	}
 	return o, nil
 }
+
+// FullOutputMaxBytes bounds the full output kept of one attempt.
+const FullOutputMaxBytes = 1 << 30
 
 // failureClass is FailureClassInfra when result is an object whose
 // failure_class says so.

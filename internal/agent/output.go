@@ -24,6 +24,41 @@ type output struct {
 	liveTail  []byte // last OutputTailBytes of both
 	line      []byte // stdout line being assembled (capped)
 	lineLong  bool   // the current line outgrew ProgressMaxBytes
+
+	// full, when set, receives stdout and stderr interleaved, whole, up
+	// to fullMax bytes: the task's full output, uploaded as an artifact
+	// when it outgrows the windows above (agentproto version 3).
+	full      io.Writer
+	fullN     int64
+	fullMax   int64
+	errTotal  int64
+	fullError error
+}
+
+// keepFull sends a copy of everything to w, up to max bytes.
+func (o *output) keepFull(w io.Writer, max int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.full, o.fullMax = w, max
+}
+
+// writeFullLocked copies p to the full output; a write error stops it.
+func (o *output) writeFullLocked(p []byte) {
+	if o.full == nil || o.fullError != nil || o.fullN >= o.fullMax {
+		return
+	}
+	p = p[:min(int64(len(p)), o.fullMax-o.fullN)]
+	n, err := o.full.Write(p)
+	o.fullN += int64(n)
+	o.fullError = err
+}
+
+// needsFull reports whether the windows lost anything, so the full output
+// is worth keeping.
+func (o *output) needsFull() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.full != nil && o.fullError == nil && (o.truncated || o.errTotal > agentproto.StderrTailBytes)
 }
 
 func (o *output) stdoutWriter() io.Writer { return writerFunc(o.writeStdout) }
@@ -35,6 +70,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func (o *output) writeStdout(p []byte) (int, error) {
 	o.mu.Lock()
+	o.writeFullLocked(p)
 	if room := agentproto.StdoutMaxBytes - len(o.head); room > 0 {
 		o.head = append(o.head, p[:min(room, len(p))]...)
 		if len(p) > room {
@@ -97,6 +133,8 @@ func (o *output) scanLine(l []byte) {
 func (o *output) writeStderr(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.writeFullLocked(p)
+	o.errTotal += int64(len(p))
 	o.errTail = appendTail(o.errTail, p, agentproto.StderrTailBytes)
 	o.liveTail = appendTail(o.liveTail, p, agentproto.OutputTailBytes)
 	return len(p), nil

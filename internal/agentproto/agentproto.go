@@ -9,6 +9,8 @@
 //	POST /agent/v1/register              RegisterRequest  -> RegisterResponse
 //	POST /agent/v1/lease                 LeaseRequest     -> LeaseResponse (long-poll)
 //	POST /agent/v1/attempts/{id}/events  AttemptEvent     -> EventResponse
+//	GET  /agent/v1/attempts/{id}/inputs/{artifact_id}      -> the bytes (v3)
+//	POST /agent/v1/attempts/{id}/artifacts?path=&kind=     raw body -> UploadedArtifact (v3)
 //
 // Every request carries "Authorization: Bearer <host token>" (the token a
 // host was enrolled with; it is never logged) and the VersionHeader with
@@ -44,7 +46,15 @@ import (
 //   - 2: Outcome.StartFailed: the host says, typed, that the runner could
 //     not be started from the image. A version-1 host's outcome lacks it,
 //     and the controller infers it from the sandbox error's words.
-const ProtocolVersion = 2
+//   - 3: artifacts. Assignment.Inputs lists the task's artifact inputs,
+//     which the host fetches (GET .../inputs/{artifact_id}) into its cache
+//     by sha256; the host uploads the files of the artifact directory, a
+//     spilled result and the full output (POST .../artifacts) before it
+//     reports the attempt finished, and Outcome lists them (Artifacts,
+//     ArtifactError, ResultArtifactID, OutputArtifactID). A version-2 host
+//     would ignore Inputs, so the controller gives a task with inputs only
+//     to hosts of version 3 or later; tasks without inputs run on any.
+const ProtocolVersion = 3
 
 // MinProtocolVersion is the oldest version the controller still accepts,
 // so that hosts can be upgraded one at a time. The controller answers a
@@ -64,6 +74,48 @@ const (
 	LeasePath         = "/agent/v1/lease"
 	AttemptEventsPath = "/agent/v1/attempts/"
 )
+
+// AttemptInputURLPath is where a host fetches one artifact input of an
+// attempt (version 3).
+func AttemptInputURLPath(attemptID, artifactID string) string {
+	return AttemptEventsPath + attemptID + "/inputs/" + artifactID
+}
+
+// AttemptArtifactsURLPath is where a host uploads an attempt's files
+// (version 3), with the query parameters path and kind.
+func AttemptArtifactsURLPath(attemptID string) string {
+	return AttemptEventsPath + attemptID + "/artifacts"
+}
+
+// Kinds of uploaded artifacts (the kind query parameter).
+const (
+	ArtifactKindOutput       = "output"        // a file of the artifact directory
+	ArtifactKindFailedOutput = "failed_output" // the same, of an attempt that failed
+	ArtifactKindResult       = "result"        // a result too large to keep inline
+	ArtifactKindLog          = "log"           // the full stdout and stderr
+)
+
+// InputArtifact is one artifact input of an assignment (version 3). The
+// host fetches it once per SHA256 into its cache and places it read-only
+// in the sandbox under Name.
+type InputArtifact struct {
+	ID       string `json:"id"`
+	SHA256   string `json:"sha256,omitempty"` // empty: an external artifact registered without one
+	Size     int64  `json:"size"`
+	Filename string `json:"filename"`
+	// URL is set for an external artifact: the host downloads it from
+	// there (verifying SHA256 when given) instead of from the controller.
+	URL string `json:"url,omitempty"`
+}
+
+// UploadedArtifact answers an upload and is listed in Outcome.Artifacts.
+type UploadedArtifact struct {
+	ID     string `json:"id"`
+	Path   string `json:"path"` // relative to the artifact directory, or the result or log file name
+	Kind   string `json:"kind"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
 
 // AttemptEventsURLPath is the events path of one attempt.
 func AttemptEventsURLPath(attemptID string) string {
@@ -177,6 +229,8 @@ type Assignment struct {
 	// Env is the project env; it wins over the image's.
 	Env     map[string]string `json:"env,omitempty"`
 	Payload json.RawMessage   `json:"payload"`
+	// Inputs (version 3) are the task's artifact inputs.
+	Inputs []InputArtifact `json:"inputs,omitempty"`
 
 	CPU      float64 `json:"cpu"`
 	MemoryMB int64   `json:"memory_mb"`
@@ -255,6 +309,20 @@ type Outcome struct {
 	FailureClass string `json:"failure_class,omitempty"`
 	// HostError describes a failure of the host, not of the runner.
 	HostError string `json:"host_error,omitempty"`
+
+	// Version 3. Artifacts are the files uploaded from the artifact
+	// directory, a spilled result and the full output.
+	Artifacts []UploadedArtifact `json:"artifacts,omitempty"`
+	// ArtifactError says why declared uploads (payload._artifacts.upload)
+	// were refused: an absolute path, an escape, a symlink or a missing
+	// file. The attempt then fails, whatever the runner's exit code.
+	ArtifactError string `json:"artifact_error,omitempty"`
+	// ResultArtifactID is set when the result file was too large to keep
+	// inline and was uploaded as an artifact instead.
+	ResultArtifactID string `json:"result_artifact_id,omitempty"`
+	// OutputArtifactID is the full stdout and stderr, uploaded when they
+	// did not fit the Stdout and Stderr windows.
+	OutputArtifactID string `json:"output_artifact_id,omitempty"`
 }
 
 // Output limits (spec section 2.5: output up to 10 KB, error the last ~1000
@@ -264,6 +332,10 @@ const (
 	StderrTailBytes  = 1000
 	OutputTailBytes  = 1000
 	ProgressMaxBytes = 64 << 10
+	// ResultInlineMaxBytes is the largest structured result kept inline
+	// with the task; a larger result file (up to the relay upload limit)
+	// is spilled to an artifact (version 3).
+	ResultInlineMaxBytes = 256 << 10
 )
 
 // InferStartFailed fills in StartFailed of a version-1 host's outcome, which

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/build"
@@ -43,6 +44,7 @@ type serverFlags struct {
 	streams      streamFlags
 	metricsToken string
 	front        frontFlags
+	artifacts    artifactFlags
 }
 
 // streamFlags configure the event streams (docs/streams.md).
@@ -104,6 +106,7 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.IntVar(&f.front.feedbackRate, "feedback-rate", httpapi.DefaultLimits.FeedbackPerMinute, "POST /api/v1/feedback requests per client IP and minute; 0: unlimited (env SKIFF_FEEDBACK_RATE)")
 	f.rates.register(fs)
 	f.payments.register(fs)
+	f.artifacts.register(fs)
 	return fs
 }
 
@@ -208,16 +211,23 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir,
 		Jobs: jobs, Preparer: local, Floor: bill, OnBuild: set.ObserveBuild})
 	defer projects.Close()
+	arts, err := f.artifacts.service(ctx, db, clk, log.With("component", "artifacts"), dataDir)
+	if err != nil {
+		return err
+	}
 	api := httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
-		Projects: projects, Jobs: jobs, Version: Version, Payments: payments,
+		Projects: projects, Jobs: jobs, Artifacts: arts, Version: Version, Payments: payments,
 		AuthRatePerAddress: f.payments.ratePerAddress, AuthRatePerIP: f.payments.ratePerIP,
 		Streams: httpapi.StreamConfig{Broker: broker, Timeout: f.streams.timeout, PingInterval: f.streams.pingInterval,
 			PerAccount: f.streams.perAccount},
 		Metrics: set, MetricsToken: f.metricsToken, TrustedProxies: proxies,
 		Limits: &httpapi.Limits{WaitlistPerMinute: f.front.waitlistRate, FeedbackPerMinute: f.front.feedbackRate},
 	})
-	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk,
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	go (&artifact.Sweeper{Tasks: f.artifacts.sweepTasks(arts, jobs, clk), Logger: log.With("component", "sweeper")}).Run(sweepCtx)
+	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk, Artifacts: arts,
 		Log: log.With("component", "controller"), ImagesDir: imagesDir})
 	hosts = ctrl.HostCounts
 	mux := http.NewServeMux()

@@ -12,21 +12,22 @@ import (
 type Kind string
 
 const (
-	KindInvalid         Kind = "invalid"          // the request is malformed or breaks a rule (422)
-	KindBadRequest      Kind = "bad_request"      // the body cannot be read at all (400)
-	KindUnauthenticated Kind = "unauthenticated"  // missing or invalid credentials (401)
-	KindPaymentRequired Kind = "payment_required" // funds are needed first (402)
-	KindForbidden       Kind = "forbidden"        // the caller may not do this (403)
-	KindNotFound        Kind = "not_found"        // unknown, or belongs to someone else (404)
-	KindMethod          Kind = "method_not_allowed"
-	KindConflict        Kind = "conflict"         // the current state forbids it (409)
-	KindGone            Kind = "gone"             // expired or retired (410)
-	KindTooLarge        Kind = "too_large"        // body over the limit (413)
-	KindRateLimited     Kind = "rate_limited"     // 429
-	KindUnavailable     Kind = "unavailable"      // not ready or dependency down (503)
-	KindQuotaExceeded   Kind = "quota_exceeded"   // 507
-	KindUpgradeRequired Kind = "upgrade_required" // the peer's protocol version is not ours (426)
-	KindInternal        Kind = "internal"         // a bug or an infrastructure failure (500)
+	KindInvalid             Kind = "invalid"          // the request is malformed or breaks a rule (422)
+	KindBadRequest          Kind = "bad_request"      // the body cannot be read at all (400)
+	KindUnauthenticated     Kind = "unauthenticated"  // missing or invalid credentials (401)
+	KindPaymentRequired     Kind = "payment_required" // funds are needed first (402)
+	KindForbidden           Kind = "forbidden"        // the caller may not do this (403)
+	KindNotFound            Kind = "not_found"        // unknown, or belongs to someone else (404)
+	KindMethod              Kind = "method_not_allowed"
+	KindConflict            Kind = "conflict"              // the current state forbids it (409)
+	KindGone                Kind = "gone"                  // expired or retired (410)
+	KindTooLarge            Kind = "too_large"             // body over the limit (413)
+	KindRangeNotSatisfiable Kind = "range_not_satisfiable" // 416
+	KindRateLimited         Kind = "rate_limited"          // 429
+	KindUnavailable         Kind = "unavailable"           // not ready or dependency down (503)
+	KindQuotaExceeded       Kind = "quota_exceeded"        // 507
+	KindUpgradeRequired     Kind = "upgrade_required"      // the peer's protocol version is not ours (426)
+	KindInternal            Kind = "internal"              // a bug or an infrastructure failure (500)
 )
 
 // Error is a failure a client can act on. Message and Action are shown to the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
@@ -49,6 +50,9 @@ type ControllerConfig struct {
 	Wake  *wake.Signal
 	Clock clock.Clock
 	Log   *slog.Logger
+	// Artifacts serves task inputs to hosts and stores what attempts
+	// upload; nil refuses both.
+	Artifacts *artifact.Service
 	// ImagesDir is the controller's OCI image store (<dir>/<hex>); a host
 	// on this machine reads image layouts from it directly.
 	ImagesDir string

@@ -17,6 +17,7 @@ import (
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/agent"
 	"github.com/skiffhq/skiff/internal/agent/agenthttp"
+	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
@@ -50,6 +51,11 @@ type harness struct {
 	driver    sandbox.Driver
 	cancel    context.CancelFunc
 	heartbeat time.Duration
+	arts      *artifact.Service
+	blob      *artifact.Local
+
+	agentsMu sync.Mutex
+	agents   map[string]*agent.Agent // by host id
 }
 
 type harnessOptions struct {
@@ -57,6 +63,8 @@ type harnessOptions struct {
 	// heartbeat is the controller's heartbeat interval and the hosts'
 	// long-poll wait; default 1 s.
 	heartbeat time.Duration
+	// allowPrivate lets external artifacts reach loopback (a test server).
+	allowPrivate bool
 }
 
 func newHarness(t *testing.T, opts harnessOptions) *harness {
@@ -80,6 +88,12 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	h := &harness{t: t, st: st, log: log, driver: driver, imagesDir: t.TempDir(), heartbeat: cmp.Or(opts.heartbeat, time.Second)}
 	h.wake = wake.New()
 	h.jobs = job.New(job.Config{Store: st, Clock: clock.System{}, Logger: log, Wake: h.wake})
+	blob, err := artifact.NewLocal(filepath.Join(t.TempDir(), "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.blob = blob
+	h.arts = artifact.New(artifact.Config{Store: st, Blob: blob, Clock: clock.System{}, Logger: log, AllowPrivate: opts.allowPrivate})
 
 	layoutDir, digest := sandboxtest.RunnerImage(t)
 	hex := strings.TrimPrefix(digest, "sha256:")
@@ -134,7 +148,7 @@ func fundedProject(t *testing.T, st store.Store, clk clock.Clock, digest string)
 // start runs a controller over h's store; a second start after stop is a
 // controller restart.
 func (h *harness) start() {
-	h.ctrl = fleet.NewController(fleet.ControllerConfig{Store: h.st, Jobs: h.jobs, Wake: h.wake, Log: h.log, ImagesDir: h.imagesDir,
+	h.ctrl = fleet.NewController(fleet.ControllerConfig{Store: h.st, Jobs: h.jobs, Wake: h.wake, Log: h.log, ImagesDir: h.imagesDir, Artifacts: h.arts,
 		HeartbeatInterval: h.heartbeat, LostAfter: 3 * h.heartbeat, SweepInterval: 200 * time.Millisecond,
 		RetryAvoidWindow: 30 * time.Second})
 	h.srv = httptest.NewServer(httpapi.AgentHandler(h.ctrl, h.log))
@@ -176,6 +190,12 @@ func (h *harness) host(slots int) (hostID string, stop func()) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.agentsMu.Lock()
+	if h.agents == nil {
+		h.agents = map[string]*agent.Agent{}
+	}
+	h.agents[hostID] = a
+	h.agentsMu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = a.Run(ctx) }()

@@ -189,7 +189,7 @@ func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capaci
 		if err != nil {
 			return out, fmt.Errorf("claim: %w", err)
 		}
-		asg, err := c.assignment(ctx, t, a)
+		asg, err := c.assignment(ctx, h, t, a)
 		if err != nil {
 			// The platform cannot describe the task (its revision is
 			// gone): a host error, requeued free up to the cap.
@@ -208,7 +208,7 @@ func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capaci
 }
 
 // assignment describes attempt a of task t for its host.
-func (c *Controller) assignment(ctx context.Context, t *store.Task, a *store.Attempt) (*agentproto.Assignment, error) {
+func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *store.Attempt) (*agentproto.Assignment, error) {
 	rs, err := c.runSpec(ctx, t.JobID)
 	if err != nil {
 		return nil, err
@@ -221,11 +221,19 @@ func (c *Controller) assignment(ctx context.Context, t *store.Task, a *store.Att
 	if err != nil {
 		return nil, err
 	}
+	inputs, err := c.inputsOf(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if len(inputs) > 0 && h.protocol < 3 {
+		// An older host would run the task without its inputs.
+		return nil, fmt.Errorf("task %s has artifact inputs; host %s speaks protocol %d, which cannot fetch them", t.ID, h.id, h.protocol)
+	}
 	return &agentproto.Assignment{
 		AttemptID: a.ID, TaskID: t.ID, JobID: t.JobID, ProjectID: rs.Job.ProjectID,
 		ImageDigest: rs.ImageDigest, ImageLayoutDir: filepath.Join(c.cfg.ImagesDir, hex),
 		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: payload,
-		CPU: t.CPU, MemoryMB: t.MemoryMB, TimeoutS: int(rs.Request.TimeoutS),
+		CPU: t.CPU, MemoryMB: t.MemoryMB, TimeoutS: int(rs.Request.TimeoutS), Inputs: inputs,
 	}, nil
 }
 

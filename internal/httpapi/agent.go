@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/fault"
+	"github.com/skiffhq/skiff/internal/store"
 )
 
 // AgentController is the controller's side of agentproto as the agent
@@ -21,6 +23,10 @@ type AgentController interface {
 	Register(ctx context.Context, token string, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error)
 	Lease(ctx context.Context, token string, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error)
 	Event(ctx context.Context, token, attemptID string, ev *agentproto.AttemptEvent) error
+	// OpenInput and ReceiveArtifact move an attempt's artifact inputs and
+	// outputs (protocol 3).
+	OpenInput(ctx context.Context, token, attemptID, artifactID string) (io.ReadCloser, *store.Artifact, error)
+	ReceiveArtifact(ctx context.Context, token, attemptID, path, kind string, body io.Reader, contentLength int64) (*agentproto.UploadedArtifact, error)
 }
 
 // AgentHandler serves agentproto's endpoints. They are not part of the
@@ -58,6 +64,26 @@ func AgentHandler(c AgentController, log *slog.Logger) http.Handler {
 		}
 		err := c.Event(r.Context(), hostToken(r), r.PathValue("id"), &ev)
 		a.answer(w, r, agentproto.EventResponse{}, err)
+	})
+	mux.HandleFunc("GET "+agentproto.AttemptEventsPath+"{id}/inputs/{artifact_id}", func(w http.ResponseWriter, r *http.Request) {
+		rc, art, err := c.OpenInput(r.Context(), hostToken(r), r.PathValue("id"), r.PathValue("artifact_id"))
+		if err != nil {
+			a.answer(w, r, nil, err)
+			return
+		}
+		defer rc.Close()
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if art.Source == store.ArtifactLocal {
+			w.Header().Set("Content-Length", strconv.FormatInt(art.SizeBytes, 10))
+		}
+		if _, err := io.Copy(w, rc); err != nil {
+			log.Warn("input download cut short", "attempt_id", r.PathValue("id"), "artifact_id", art.ID, "err", err)
+		}
+	})
+	mux.HandleFunc("POST "+agentproto.AttemptEventsPath+"{id}/artifacts", func(w http.ResponseWriter, r *http.Request) {
+		up, err := c.ReceiveArtifact(r.Context(), hostToken(r), r.PathValue("id"), r.URL.Query().Get("path"),
+			r.URL.Query().Get("kind"), r.Body, r.ContentLength)
+		a.answer(w, r, up, err)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, fault.New(fault.KindNotFound, "not_found", "", "no agent endpoint %s %s", r.Method, r.URL.Path))

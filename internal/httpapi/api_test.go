@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/testenv"
@@ -53,6 +54,12 @@ func TestAPI(t *testing.T) {
 // runSuite runs each case against every store engine, in parallel, each on
 // a fresh fixture that prepare (when not nil) adds to.
 func runSuite(t *testing.T, cases []apiCase, prepare func(*testing.T, *fixture)) {
+	runSuiteWith(t, cases, prepare, nil)
+}
+
+// runSuiteWith is runSuite over artifact blob stores that newBlob opens (nil:
+// the default local store).
+func runSuiteWith(t *testing.T, cases []apiCase, prepare func(*testing.T, *fixture), newBlob func(testing.TB) artifact.Blob) {
 	t.Parallel()
 	for _, eng := range apitest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
@@ -63,7 +70,7 @@ func runSuite(t *testing.T, cases []apiCase, prepare func(*testing.T, *fixture))
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
-					f := setup(t, eng)
+					f := setupBlob(t, eng, newBlob)
 					if prepare != nil {
 						prepare(t, f)
 					}
@@ -101,11 +108,13 @@ func fundedAccount(tb testing.TB, e *apitest.Env, name, project string, micros i
 // fixture is a running server with one account, "acme", owning project
 // "alpha" that holds the shared-state key "k" = 1.
 type fixture struct {
-	e      *apitest.Env
-	acct   *apitest.Account
-	member *apitest.Client
-	viewer *apitest.Client
-	anon   *apitest.Client
+	eng     apitest.Engine
+	newBlob func(testing.TB) artifact.Blob // nil: local disk
+	e       *apitest.Env
+	acct    *apitest.Account
+	member  *apitest.Client
+	viewer  *apitest.Client
+	anon    *apitest.Client
 }
 
 const (
@@ -118,12 +127,24 @@ func setup(t *testing.T, eng apitest.Engine) *fixture {
 	return setupWith(t, eng, apitest.Options{})
 }
 
+// setupBlob is setup with the blob store newBlob makes (nil: local disk).
+func setupBlob(t *testing.T, eng apitest.Engine, newBlob func(testing.TB) artifact.Blob) *fixture {
+	t.Helper()
+	var opts apitest.Options
+	if newBlob != nil {
+		opts.Blob = newBlob(t)
+	}
+	f := setupWith(t, eng, opts)
+	f.newBlob = newBlob
+	return f
+}
+
 // setupWith is setup with server options (the store is eng's).
 func setupWith(t *testing.T, eng apitest.Engine, opts apitest.Options) *fixture {
 	t.Helper()
 	opts.Store = eng.Open(t)
 	e := apitest.Start(t, opts)
-	f := &fixture{e: e, acct: e.NewAccount(t, "acme"), anon: e.Client("")}
+	f := &fixture{eng: eng, e: e, acct: e.NewAccount(t, "acme"), anon: e.Client("")}
 	f.member, f.viewer = e.Client(f.acct.Member), e.Client(f.acct.Viewer)
 	f.member.Post(t, "/api/v1/projects", map[string]any{"name": fixtureProject}).Want(t, http.StatusCreated)
 	f.member.Put(t, kvPath(fixtureProject, fixtureKey), map[string]any{"value": 1}).Want(t, http.StatusOK)
@@ -147,6 +168,7 @@ func (f *fixture) state(t *testing.T) string {
 		b.Write(f.member.Get(t, "/api/v1/projects/"+p.Name+"/kv?limit=1000").Want(t, http.StatusOK).Body)
 	}
 	b.Write(f.member.Get(t, "/api/v1/jobs?limit=200").Want(t, http.StatusOK).Body)
+	b.Write(f.member.Get(t, "/api/v1/artifacts?limit=200").Want(t, http.StatusOK).Body)
 	return b.String()
 }
 
@@ -207,6 +229,11 @@ func writeRequest(rt httpapi.Route, name string, check apitest.Check) apitest.Re
 		req.Body = map[string]any{"jobs": []any{map[string]any{"project": name, "runner_command": []string{"/runner"}}}}
 	case "PATCH /api/v1/jobs/{id}/requirements":
 		req.Body = map[string]any{"cpu": 2}
+	case "POST /api/v1/artifacts/external":
+		req.Body = map[string]any{"filename": "d.csv", "url": "https://93.184.215.14/d.csv"}
+	case "POST /api/v1/artifacts":
+		req.Body = []byte("artifact bytes")
+		req.Header = http.Header{"Content-Type": {"application/octet-stream"}, "X-Artifact-Filename": {"a.txt"}}
 	case "POST /api/v1/projects/{name}/push":
 		var b bytes.Buffer
 		zw := gzip.NewWriter(&b)

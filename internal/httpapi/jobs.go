@@ -356,8 +356,14 @@ func (s *Server) jobTasks(w http.ResponseWriter, r *http.Request) error {
 	now := s.clock.Now()
 	out := apiv1.TaskList{Tasks: make([]apiv1.Task, 0, len(tasks)), Count: len(tasks), Total: j.TaskCount,
 		Limit: limit, Offset: offset}
+	arts, err := s.jobs.Artifacts(r.Context(), j.ID)
+	if err != nil {
+		return err
+	}
 	for _, t := range tasks {
-		out.Tasks = append(out.Tasks, job.TaskView(t, attempts[t.ID], now))
+		v := job.TaskView(t, attempts[t.ID], now)
+		job.WithArtifacts(&v, arts)
+		out.Tasks = append(out.Tasks, v)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -33,6 +33,8 @@ func statusOf(k fault.Kind) int {
 		return http.StatusGone
 	case fault.KindTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case fault.KindRangeNotSatisfiable:
+		return http.StatusRequestedRangeNotSatisfiable
 	case fault.KindRateLimited:
 		return http.StatusTooManyRequests
 	case fault.KindUnavailable:
@@ -62,7 +64,8 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	}
 	status := statusOf(fe.Kind)
 	rid := requestID(r.Context())
-	if status >= 500 {
+	// 507 is the caller's quota, not a failure of the service.
+	if status >= 500 && status != http.StatusInsufficientStorage {
 		log.ErrorContext(r.Context(), "request failed", "request_id", rid, "method", r.Method, "path", r.URL.Path,
 			"status", status, "err", err)
 	}

@@ -71,8 +71,15 @@ func (s *Server) resultGet(w http.ResponseWriter, r *http.Request) error {
 	if out.ResultCount, out.OutputCount, err = s.jobs.ResultCounts(r.Context(), j); err != nil {
 		return err
 	}
+	arts, err := s.jobs.Artifacts(r.Context(), j.ID)
+	if err != nil {
+		return err
+	}
+	out.ArtifactIDs = job.ArtifactIDsOf(arts, "")
 	for _, t := range tasks {
-		out.Results = append(out.Results, job.ResultTaskView(t))
+		v := job.ResultTaskView(t)
+		v.ArtifactIDs = job.ArtifactIDsOf(arts, t.ID)
+		out.Results = append(out.Results, v)
 	}
 	out.Count = len(out.Results)
 	writeJSON(w, http.StatusOK, out)
@@ -156,9 +163,15 @@ func (s *Server) resultListEntry(r *http.Request, j *store.Job, includeTasks boo
 	if err != nil {
 		return apiv1.ResultListEntry{}, err
 	}
+	arts, err := s.jobs.Artifacts(r.Context(), j.ID)
+	if err != nil {
+		return apiv1.ResultListEntry{}, err
+	}
 	results := make([]apiv1.ResultTask, 0, len(tasks))
 	for _, t := range tasks {
-		results = append(results, job.ResultTaskView(t))
+		v := job.ResultTaskView(t)
+		v.ArtifactIDs = job.ArtifactIDsOf(arts, t.ID)
+		results = append(results, v)
 	}
 	nr, no, err := s.jobs.ResultCounts(r.Context(), j)
 	if err != nil {

@@ -19,7 +19,8 @@ import (
 var taskKeys = []string{"id", "index", "status", "payload", "meta", "requirements", "result_present", "output_present",
 	"output", "error", "result", "exit_code", "result_quality", "result_warnings", "live_feedback", "latest_progress",
 	"checkpoint", "resume_state", "runtime_s", "stale_for_s", "health_status", "started_at", "completed_at",
-	"retries_used", "infra_requeues", "cost", "attempts"}
+	"retries_used", "infra_requeues", "cost", "attempts", "artifacts", "output_artifact_id", "result_spilled",
+	"result_artifact_id", "result_filename"}
 
 var chunkKeys = []string{"chunk_index", "chunk_count", "seed_range"}
 

@@ -103,6 +103,22 @@ func (s *Server) routes() []route {
 		{"PATCH", "/api/v1/jobs/{id}/requirements", write, s.jobEditRequirements},
 		{"GET", "/api/v1/presets", readOnly, s.presets},
 
+		// Artifacts.
+		{"POST", "/api/v1/artifacts", write, s.artifactUpload},
+		{"GET", "/api/v1/artifacts", readOnly, s.artifactList},
+		{"POST", "/api/v1/artifacts/external", write, s.artifactExternal},
+		{"GET", "/api/v1/artifacts/{id}", readOnly, s.artifactGet},
+		{"GET", "/api/v1/artifacts/{id}/meta", readOnly, s.artifactMeta},
+		{"DELETE", "/api/v1/artifacts/{id}", write, s.artifactDelete},
+		// Retired upload paths (spec 4.7): 410 pointing at the relay.
+		{"POST", "/api/v1/artifacts/direct", write, s.artifactGone},
+		{"POST", "/api/v1/artifacts/direct/complete", write, s.artifactGone},
+		{"POST", "/api/v1/artifacts/multipart", write, s.artifactGone},
+		{"POST", "/api/v1/artifacts/multipart/part", write, s.artifactGone},
+		{"POST", "/api/v1/artifacts/multipart/complete", write, s.artifactGone},
+		{"POST", "/api/v1/artifacts/multipart/abort", write, s.artifactGone},
+		{"GET", "/api/v1/artifacts/multipart/parts", readOnly, s.artifactGone},
+
 		// Results.
 		{"GET", "/api/v1/results", readOnly, s.resultList},
 		{"GET", "/api/v1/results/{job_id}", readOnly, s.resultGet},

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"sync/atomic"
 
+	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
@@ -33,7 +34,9 @@ type Config struct {
 	Billing  *billing.Service
 	Projects *project.Service
 	Jobs     *job.Service
-	Version  string
+	// Artifacts keeps uploaded and produced files (spec 4.7).
+	Artifacts *artifact.Service
+	Version   string
 	// Payments settles quotes over x402 and MPP; nil or unconfigured
 	// answers 503 on the payment endpoints.
 	Payments *payment.Service
@@ -56,15 +59,16 @@ type Config struct {
 
 // Server serves the API.
 type Server struct {
-	log      *slog.Logger
-	clock    clock.Clock
-	store    store.Store
-	auth     *auth.Service
-	billing  *billing.Service
-	projects *project.Service
-	jobs     *job.Service
-	version  string
-	payments *payment.Service
+	log       *slog.Logger
+	clock     clock.Clock
+	store     store.Store
+	auth      *auth.Service
+	billing   *billing.Service
+	projects  *project.Service
+	jobs      *job.Service
+	artifacts *artifact.Service
+	version   string
+	payments  *payment.Service
 
 	limitAddress, limitIP *ratelimit.Keyed
 
@@ -90,7 +94,7 @@ type Server struct {
 // New builds the server and its route table.
 func New(cfg Config) *Server {
 	s := &Server{log: cfg.Logger, clock: cfg.Clock, store: cfg.Store, auth: cfg.Auth, billing: cfg.Billing,
-		projects: cfg.Projects, jobs: cfg.Jobs, version: cfg.Version, payments: cfg.Payments,
+		projects: cfg.Projects, jobs: cfg.Jobs, artifacts: cfg.Artifacts, version: cfg.Version, payments: cfg.Payments,
 		limitAddress: ratelimit.NewKeyed(orDefault(cfg.AuthRatePerAddress, DefaultAuthRatePerAddress)),
 		limitIP:      ratelimit.NewKeyed(orDefault(cfg.AuthRatePerIP, DefaultAuthRatePerIP)),
 		streams:      cfg.Streams, metrics: cfg.Metrics, metricsToken: cfg.MetricsToken,

@@ -164,10 +164,19 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 		p.Progress = progress
 		p.Checkpoint = checkpointOf(progress)
 	}
+	if o.ArtifactError != "" {
+		msg := o.ArtifactError
+		p.ErrorText = &msg
+	}
 	switch d.Task {
 	case store.TaskSucceeded:
 		if len(o.Result) > 0 {
 			p.Result = o.Result
+		}
+		if o.ResultArtifactID != "" {
+			// Too large to keep inline (agentproto.ResultInlineMaxBytes):
+			// the result names the artifact that holds it.
+			p.Result, _ = json.Marshal(SpilledResult{Spilled: true, ArtifactID: o.ResultArtifactID, Filename: "result.json"})
 		}
 	case store.TaskFailed:
 		command, cwd := sub.RunnerCommand, ""
@@ -225,6 +234,14 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 		s.waker.Wake()
 	}
 	return nil
+}
+
+// SpilledResult is the stored result of a task whose result file was too
+// large to keep inline (spec 2.6).
+type SpilledResult struct {
+	Spilled    bool   `json:"result_spilled"`
+	ArtifactID string `json:"result_artifact_id"`
+	Filename   string `json:"result_filename"`
 }
 
 // endIfDone ends a running job whose tasks have all ended. It runs in the

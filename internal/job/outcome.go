@@ -31,6 +31,7 @@ const (
 	FailureInfraLimit = "infra_requeue_limit" // killed or lost too often
 	FailureHost       = "host_error"          // the host could not run it
 	FailureStart      = "start_failed"        // the command could not be started from the image
+	FailureArtifact   = "artifact_rejected"   // declared uploads broke the rules, or an upload failed
 )
 
 // Decision is what an attempt's end does to its attempt and task.
@@ -96,6 +97,13 @@ func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome) Decision {
 			kind = "oom"
 		}
 		return free(store.AttemptInfra, kind, "attempt.infra_requeued")
+	case o.ArtifactError != "":
+		// Declared uploads that are absolute, escape, are symlinks or are
+		// missing fail the task whatever the exit code; a retry would
+		// write the same files.
+		d.Attempt, d.TerminalKind, d.RetryDecision = store.AttemptFailed, "artifact_rejected", "none"
+		d.Task, d.Event, d.FailureKind = store.TaskFailed, "attempt.failed", FailureArtifact
+		return d
 	case o.ExitCode == 0 && !o.TimedOut:
 		d.Attempt, d.TerminalKind, d.RetryDecision = store.AttemptSucceeded, "exit", "none"
 		d.Task, d.Event = store.TaskSucceeded, "attempt.succeeded"
@@ -158,6 +166,8 @@ func failurePayload(kind string, o *agentproto.Outcome, command []string, cwd st
 		p.Message = fmt.Sprintf("the attempt was killed or lost %d times in a row on the platform's side; the task was given up", MaxInfraRequeues+1)
 	case FailureHost:
 		p.Message = "the host could not run the task"
+	case FailureArtifact:
+		p.Message = o.ArtifactError
 	case FailureStart:
 		p.Message = "the runner could not be started: check runner_command (or the manifest's entrypoint) and that it names an executable in the image"
 	default:

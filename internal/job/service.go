@@ -257,6 +257,11 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 			GPUs: sub.Requirements.GPUCount, Priority: job.Priority, SubmittedAt: now, UpdatedAt: now,
 		}
 	}
+	// Checked before the transaction for a clear 422, and again inside it
+	// so that an input deleted meanwhile is not referenced.
+	if _, err := checkArtifactInputs(ctx, s.store, accountID, tasks); err != nil {
+		return nil, err
+	}
 	event, _ := json.Marshal(map[string]any{"status": status, "task_count": len(tasks), "revision": rev.ContentHash})
 	quote, rate := s.billing.Quote(billing.JobShape{Tasks: len(tasks), MaxRetries: sub.MaxRetries, TimeoutS: sub.TimeoutS,
 		RuntimeHintS: sub.RuntimeHintS, Profile: sub.Requirements.Profile, ReliabilityMode: sub.ReliabilityMode,
@@ -278,6 +283,13 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 		created, err = q.JobCreate(ctx, &store.JobCreateParams{Job: job, Tasks: tasks, DependsOn: sub.DependsOn,
 			Event: store.JobEvent{ID: id.New(id.Event), JobID: job.ID, Kind: "job.submitted", Data: event, CreatedAt: now}})
 		if err != nil {
+			return err
+		}
+		inputs, err := checkArtifactInputs(ctx, q, accountID, tasks)
+		if err != nil {
+			return err
+		}
+		if err := referenceInputs(ctx, q, job.ID, inputs, now); err != nil {
 			return err
 		}
 		if key != nil {

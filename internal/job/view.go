@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"strings"
@@ -363,3 +364,41 @@ func headBytes(s string, n int) string {
 // HasResult reports whether a task stored a structured result (a failure
 // payload counts).
 func HasResult(t *store.Task) bool { return hasJSON(t.Result) }
+
+// Artifacts lists the visible artifacts a job produced, oldest first.
+func (s *Service) Artifacts(ctx context.Context, jobID string) ([]*store.Artifact, error) {
+	return s.store.ArtifactListByJob(ctx, jobID)
+}
+
+// WithArtifacts adds a task's artifacts (from Service.Artifacts, the whole
+// job's) to its view.
+func WithArtifacts(v *apiv1.Task, arts []*store.Artifact) {
+	v.Artifacts = []apiv1.TaskArtifact{}
+	for _, a := range arts {
+		if a.TaskID != v.ID {
+			continue
+		}
+		v.Artifacts = append(v.Artifacts, apiv1.TaskArtifact{ID: a.ID, Filename: a.Filename, Size: a.SizeBytes,
+			SHA256: a.SHA256, Kind: string(a.Kind)})
+		id := a.ID
+		switch a.Kind {
+		case store.ArtifactLog:
+			v.OutputArtifactID = &id
+		case store.ArtifactResult:
+			name := a.Filename
+			v.ResultSpilled, v.ResultArtifactID, v.ResultFilename = true, &id, &name
+		}
+	}
+}
+
+// ArtifactIDsOf lists the ids of a task's artifacts; taskID "" lists the
+// whole job's.
+func ArtifactIDsOf(arts []*store.Artifact, taskID string) []string {
+	out := []string{}
+	for _, a := range arts {
+		if taskID == "" || a.TaskID == taskID {
+			out = append(out, a.ID)
+		}
+	}
+	return out
+}

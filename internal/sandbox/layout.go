@@ -3,6 +3,7 @@ package sandbox
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // The runner protocol's environment variables (spec section 2.10, with the
@@ -87,7 +88,15 @@ func Environ(spec *Spec, d Dirs) []string {
 	// read-only root, so point it at the scratch directory.
 	env["HOME"] = d.Scratch
 	for k, v := range spec.Env {
-		env[k] = v
+		// SKIFF_ARTIFACT_* names inputs only; the protocol variables
+		// below win over an input whose name collides with them
+		// (an input named "dir").
+		if !strings.HasPrefix(k, EnvArtifactPrefix) {
+			env[k] = v
+		}
+	}
+	for _, in := range spec.Inputs {
+		env[InputEnvName(in.Name)] = d.InputFile(in.Name)
 	}
 	env[EnvPayload] = d.PayloadFile()
 	env[EnvResult] = d.ResultFile()

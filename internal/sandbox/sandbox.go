@@ -62,6 +62,10 @@ type Spec struct {
 
 	// Payload is written to the payload file, which the runner can only read.
 	Payload []byte
+	// Inputs are artifact inputs, placed read-only beside the payload
+	// (payload/inputs/<name>), listed in the payload's
+	// _artifacts.local_paths and named by SKIFF_ARTIFACT_<NAME>.
+	Inputs []Input
 	// WorkDir is a host directory owned by this attempt. The driver creates
 	// payload/, result/, artifacts/ and scratch/ (and, for gvisor, bundle/)
 	// under it; they must not exist yet. The caller removes WorkDir once it

@@ -76,7 +76,7 @@ func TestPrepare(t *testing.T) {
 	t.Parallel()
 	s := validSpec(t)
 	s.Payload = []byte(`{"x":1}`)
-	d, err := sandbox.Prepare(&s, nil)
+	d, err := sandbox.Prepare(&s, nil, sandbox.HostDirs(&s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestPrepare(t *testing.T) {
 			t.Errorf("%s: not created (%v)", dir, err)
 		}
 	}
-	if _, err := sandbox.Prepare(&s, nil); err == nil {
+	if _, err := sandbox.Prepare(&s, nil, sandbox.HostDirs(&s)); err == nil {
 		t.Errorf("second Prepare of the same work dir: got no error")
 	}
 }

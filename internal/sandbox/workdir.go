@@ -16,8 +16,10 @@ type Owner struct {
 // per-attempt directories must not exist yet, so a reused WorkDir can never
 // hand one attempt another's files. With a non-nil owner the writable
 // directories (and the cache directory itself, not its contents) are
-// chowned to it.
-func Prepare(spec *Spec, owner *Owner) (Dirs, error) {
+// chowned to it. Artifact inputs are placed read-only under the payload
+// directory, and the payload file names them in _artifacts.local_paths as
+// the runner sees them (runner is the runner's view of the layout).
+func Prepare(spec *Spec, owner *Owner, runner Dirs) (Dirs, error) {
 	d := HostDirs(spec)
 	if err := os.MkdirAll(spec.WorkDir, 0o755); err != nil {
 		return Dirs{}, fmt.Errorf("create work dir: %w", err)
@@ -27,8 +29,11 @@ func Prepare(spec *Spec, owner *Owner) (Dirs, error) {
 	if err := os.Mkdir(d.Payload, 0o755); err != nil {
 		return Dirs{}, fmt.Errorf("create payload dir: %w", err)
 	}
-	if err := os.WriteFile(d.PayloadFile(), spec.Payload, 0o444); err != nil {
+	if err := os.WriteFile(d.PayloadFile(), payloadWithLocalPaths(spec.Payload, spec.Inputs, runner), 0o444); err != nil {
 		return Dirs{}, fmt.Errorf("write payload: %w", err)
+	}
+	if err := placeInputs(d, spec.Inputs); err != nil {
+		return Dirs{}, err
 	}
 	for _, dir := range []string{d.Result, d.Artifacts, d.Scratch} {
 		if err := os.Mkdir(dir, 0o700); err != nil {

@@ -47,4 +47,6 @@ type Querier interface {
 	WalletStore
 	PaymentStore
 	ContactStore
+	ArtifactStore
+	RetentionStore
 }

@@ -123,3 +123,75 @@ func (c *Client) post(ctx context.Context, path string, in, out any) error {
 	}
 	return nil
 }
+
+var _ agent.ArtifactTransfer = (*Client)(nil)
+
+// FetchInput streams one input of an attempt from the controller; an
+// external input comes from its own URL, which the controller checked when
+// it was registered.
+func (c *Client) FetchInput(ctx context.Context, attemptID string, in agentproto.InputArtifact, w io.Writer) error {
+	u := strings.TrimRight(c.BaseURL, "/") + agentproto.AttemptInputURLPath(url.PathEscape(attemptID), url.PathEscape(in.ID))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("read input %s: %w", in.ID, err)
+	}
+	return nil
+}
+
+// UploadArtifact streams one file of an attempt to the controller.
+func (c *Client) UploadArtifact(ctx context.Context, p *agent.UploadParams) (*agentproto.UploadedArtifact, error) {
+	q := url.Values{"path": {p.Path}, "kind": {p.Kind}}
+	u := strings.TrimRight(c.BaseURL, "/") + agentproto.AttemptArtifactsURLPath(url.PathEscape(p.AttemptID)) + "?" + q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, p.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.ContentLength = p.Size
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := c.do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out agentproto.UploadedArtifact
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(&out); err != nil {
+		return nil, fmt.Errorf("decode upload answer: %w", err)
+	}
+	return &out, nil
+}
+
+// do sends req with the host's credentials and turns a non-2xx answer into
+// a StatusError.
+func (c *Client) do(req *http.Request) (*http.Response, error) {
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set(agentproto.VersionHeader, fmt.Sprint(agentproto.ProtocolVersion))
+	client := c.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	se := &StatusError{StatusCode: resp.StatusCode}
+	var er agentproto.ErrorResponse
+	if json.Unmarshal(data, &er) == nil && (er.Code != "" || er.Message != "") {
+		se.Code, se.Message = er.Code, er.Message
+	} else {
+		se.Message = strings.TrimSpace(string(data[:min(len(data), 200)]))
+	}
+	return nil, se
+}

@@ -10,12 +10,14 @@ import (
 	"net"
 	"net/http/httptest"
 	"net/netip"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/payment/facilitatorhttp"
 	"github.com/skiffhq/skiff/internal/store/storetest"
 
+	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
@@ -76,22 +78,29 @@ type Options struct {
 	// TrustedProxies and Limits are passed to httpapi.Config.
 	TrustedProxies []netip.Prefix
 	Limits         *httpapi.Limits
+	// Blob holds artifact bytes; nil: a local store under t.TempDir().
+	Blob artifact.Blob
+	// Artifacts overrides the artifact limits (quota, upload size, grace);
+	// its Store, Blob, Clock and Logger are filled in.
+	Artifacts artifact.Config
 }
 
 // Env is one running API server and the services behind it.
 type Env struct {
-	URL      string // http://127.0.0.1:port, no trailing slash
-	Server   *httpapi.Server
-	Store    store.Store
-	Clock    *clock.Fake
-	Auth     *auth.Service
-	Billing  *billing.Service
-	Projects *project.Service
-	Jobs     *job.Service
-	Payments *payment.Service
-	Broker   *event.Broker
-	Metrics  *metrics.Set
-	Contract *Contract
+	URL       string // http://127.0.0.1:port, no trailing slash
+	Server    *httpapi.Server
+	Store     store.Store
+	Clock     *clock.Fake
+	Auth      *auth.Service
+	Billing   *billing.Service
+	Projects  *project.Service
+	Jobs      *job.Service
+	Blob      artifact.Blob
+	Artifacts *artifact.Service
+	Payments  *payment.Service
+	Broker    *event.Broker
+	Metrics   *metrics.Set
+	Contract  *Contract
 
 	ts   *httptest.Server
 	stop context.CancelFunc
@@ -145,6 +154,17 @@ func Start(t testing.TB, opts Options) *Env {
 		Limits: submit.Limits{Presets: submit.DefaultPresets()}})
 	e.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, Jobs: e.Jobs, DataDir: t.TempDir()})
 	t.Cleanup(e.Projects.Close)
+	e.Blob = opts.Blob
+	if e.Blob == nil {
+		local, err := artifact.NewLocal(filepath.Join(t.TempDir(), "artifacts"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Blob = local
+	}
+	acfg := opts.Artifacts
+	acfg.Store, acfg.Blob, acfg.Clock, acfg.Logger = db, e.Blob, clk, log
+	e.Artifacts = artifact.New(acfg)
 	// The server's address is known before it is built: wallet messages
 	// and payment resources name it.
 	ts := httptest.NewUnstartedServer(nil)
@@ -168,7 +188,7 @@ func Start(t testing.TB, opts Options) *Env {
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
 		Version: "test", Payments: e.Payments, AuthRatePerAddress: opts.AuthRatePerAddress, AuthRatePerIP: opts.AuthRatePerIP,
 		Streams: streams, Metrics: e.Metrics, MetricsToken: opts.MetricsToken,
-		TrustedProxies: opts.TrustedProxies, Limits: opts.Limits,
+		TrustedProxies: opts.TrustedProxies, Limits: opts.Limits, Artifacts: e.Artifacts,
 	})
 	e.Server.SetCoreStarted(true)
 	c, err := LoadContract(openapi.Document, e.Server.Routes())

@@ -79,7 +79,7 @@ func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, 
 		return nil, ErrNoEgress
 	}
 	log := d.log.With("attempt_id", spec.AttemptID)
-	host, err := sandbox.Prepare(&spec, &sandbox.Owner{UID: RunnerUID, GID: RunnerGID})
+	host, err := sandbox.Prepare(&spec, &sandbox.Owner{UID: RunnerUID, GID: RunnerGID}, sandbox.ContainerDirs())
 	if err != nil {
 		return nil, fmt.Errorf("gvisor: prepare attempt: %w", err)
 	}

@@ -266,7 +266,7 @@ func TestRunscErrorIsReported(t *testing.T) {
 func TestCleanupRemovesLeftovers(t *testing.T) {
 	d, f := newTestDriver(t)
 	spec := f.Spec(t, sandboxtest.Payload{})
-	host, err := sandbox.Prepare(&spec, &sandbox.Owner{UID: RunnerUID, GID: RunnerGID})
+	host, err := sandbox.Prepare(&spec, &sandbox.Owner{UID: RunnerUID, GID: RunnerGID}, sandbox.ContainerDirs())
 	if err != nil {
 		t.Fatal(err)
 	}

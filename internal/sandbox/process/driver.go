@@ -105,7 +105,7 @@ func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("process driver: not started: %w", err)
 	}
-	host, err := sandbox.Prepare(&spec, nil)
+	host, err := sandbox.Prepare(&spec, nil, sandbox.HostDirs(&spec))
 	if err != nil {
 		return nil, fmt.Errorf("process driver: prepare attempt: %w", err)
 	}

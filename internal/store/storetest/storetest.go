@@ -51,6 +51,9 @@ func Run(t *testing.T, newStore Factory) {
 	for name, fn := range contactTests {
 		tests[name] = fn
 	}
+	for name, fn := range artifactTests {
+		tests[name] = fn
+	}
 	for name, fn := range taskPageTests {
 		tests[name] = fn
 	}

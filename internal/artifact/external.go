@@ -1,0 +1,181 @@
+package artifact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/fault"
+	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// ExternalParams registers an http(s) URL as an artifact.
+type ExternalParams struct {
+	AccountID string
+	Filename  string
+	URL       string
+	SHA256    string // optional; verified when a task downloads it
+}
+
+func badURL(format string, args ...any) *fault.Error {
+	return fault.Invalid("invalid_artifact_url",
+		"Register a plain http:// or https:// URL without credentials, on a public address.",
+		format, args...).With("field", "url")
+}
+
+// blockedPrefixes are ranges an external URL may not reach unless the
+// operator allows private addresses: they name this machine or networks
+// behind it, not the public internet.
+var blockedPrefixes = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
+		"::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "64:ff9b::/96",
+	} {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}()
+
+// refusedAddr says why ip may not be reached, or "" when it may.
+func (s *Service) refusedAddr(ip netip.Addr) string {
+	if s.allowPrivate {
+		return ""
+	}
+	ip = ip.Unmap()
+	for _, p := range blockedPrefixes {
+		if p.Contains(ip) {
+			return fmt.Sprintf("%s is a loopback, link-local, private or reserved address", ip)
+		}
+	}
+	// The service itself: any address of this machine's interfaces.
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if pfx, err := netip.ParsePrefix(a.String()); err == nil && pfx.Addr().Unmap() == ip {
+				return fmt.Sprintf("%s is an address of this service's machine", ip)
+			}
+		}
+	}
+	return ""
+}
+
+// checkURL validates an external URL's form and where its host resolves.
+func (s *Service) checkURL(ctx context.Context, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || raw == "" {
+		return nil, badURL("url %q is not a URL", raw)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, badURL("url scheme %q is not http or https", u.Scheme)
+	case u.User != nil:
+		return nil, badURL("url carries credentials; they would be stored and shown")
+	case u.Hostname() == "":
+		return nil, badURL("url has no host")
+	case u.Fragment != "":
+		u.Fragment = ""
+	}
+	if s.allowPrivate {
+		return u, nil
+	}
+	host := u.Hostname()
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else {
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		addrs, err := net.DefaultResolver.LookupNetIP(lctx, "ip", host)
+		if err != nil {
+			return nil, badURL("url host %q does not resolve", host)
+		}
+		ips = addrs
+	}
+	for _, ip := range ips {
+		if why := s.refusedAddr(ip); why != "" {
+			return nil, fault.Invalid("artifact_url_refused",
+				"Register a URL on a public address; an operator may allow private ones with --artifact-external-allow-private.",
+				"url host %q resolves to %s", host, why).With("field", "url")
+		}
+	}
+	return u, nil
+}
+
+// RegisterExternal records an http(s) URL as an artifact without fetching
+// it. It costs no quota: its bytes are not kept here.
+func (s *Service) RegisterExternal(ctx context.Context, p *ExternalParams) (*store.Artifact, error) {
+	sha := strings.ToLower(strings.TrimSpace(p.SHA256))
+	if sha != "" && !ValidDigest(sha) {
+		return nil, fault.Invalid("invalid_sha256", "Give the content's sha256 as 64 hex digits, or leave it out.",
+			"sha256 %q is not 64 hex digits", p.SHA256).With("field", "sha256")
+	}
+	u, err := s.checkURL(ctx, strings.TrimSpace(p.URL))
+	if err != nil {
+		return nil, err
+	}
+	name := CleanFilename(p.Filename)
+	if name == "" {
+		name = CleanFilename(path.Base(u.Path))
+	}
+	return s.store.ArtifactCreate(ctx, &store.ArtifactCreateParams{ID: id.New(id.Artifact), AccountID: p.AccountID,
+		SHA256: sha, Filename: name, Source: store.ArtifactExternal, URL: u.String(), Kind: store.ArtifactUpload,
+		Now: s.clock.Now()})
+}
+
+// externalClient fetches external artifacts. Its dialer checks each
+// address it connects to (redirects and DNS answers included), so a name
+// that resolved to a public address at registration cannot later lead to a
+// private one.
+func (s *Service) externalClient() *http.Client {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, Control: func(network, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return err
+		}
+		if why := s.refusedAddr(ap.Addr()); why != "" {
+			return errors.New("refused: " + why)
+		}
+		return nil
+	}}
+	return &http.Client{
+		Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: nil, TLSHandshakeTimeout: 30 * time.Second,
+			ResponseHeaderTimeout: time.Minute},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("too many redirects")
+			}
+			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+				return fmt.Errorf("redirect to scheme %q refused", req.URL.Scheme)
+			}
+			return nil
+		},
+	}
+}
+
+// fetchExternal opens an external artifact's URL.
+func (s *Service) fetchExternal(ctx context.Context, a *store.Artifact) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.externalClient().Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch external artifact %s: %w", a.ID, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("fetch external artifact %s: %s answered %d", a.ID, req.URL.Host, resp.StatusCode)
+	}
+	return resp.Body, nil
+}

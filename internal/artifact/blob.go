@@ -121,3 +121,17 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	}
 	return c.r.Read(p)
 }
+
+// LimitReader reads r while ctx lives, failing with ErrTooLarge past limit
+// bytes: what a Blob's Stage reads its body through.
+func LimitReader(ctx context.Context, r io.Reader, limit int64) *Limited {
+	return &Limited{l: &limitReader{r: ctxReader{ctx, r}, n: limit}}
+}
+
+// Limited is LimitReader's reader.
+type Limited struct{ l *limitReader }
+
+func (x *Limited) Read(p []byte) (int, error) { return x.l.Read(p) }
+
+// Over reports whether the body went past its limit.
+func (x *Limited) Over() bool { return x.l.n < 0 }

@@ -2,16 +2,13 @@ package artifact
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"path"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/fault"
@@ -133,49 +130,15 @@ func (s *Service) RegisterExternal(ctx context.Context, p *ExternalParams) (*sto
 		Now: s.clock.Now()})
 }
 
-// externalClient fetches external artifacts. Its dialer checks each
-// address it connects to (redirects and DNS answers included), so a name
-// that resolved to a public address at registration cannot later lead to a
-// private one.
-func (s *Service) externalClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 30 * time.Second, Control: func(network, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return err
-		}
-		if why := s.refusedAddr(ap.Addr()); why != "" {
-			return errors.New("refused: " + why)
-		}
-		return nil
-	}}
-	return &http.Client{
-		Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: nil, TLSHandshakeTimeout: 30 * time.Second,
-			ResponseHeaderTimeout: time.Minute},
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 5 {
-				return errors.New("too many redirects")
-			}
-			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-				return fmt.Errorf("redirect to scheme %q refused", req.URL.Scheme)
-			}
-			return nil
-		},
-	}
-}
-
-// fetchExternal opens an external artifact's URL.
+// fetchExternal opens an external artifact's URL through the fetcher,
+// which checks every address it connects to against refusedAddr.
 func (s *Service) fetchExternal(ctx context.Context, a *store.Artifact) (io.ReadCloser, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL, nil)
-	if err != nil {
-		return nil, err
+	if s.fetcher == nil {
+		return nil, fmt.Errorf("fetch external artifact %s: this controller has no fetcher for external URLs", a.ID)
 	}
-	resp, err := s.externalClient().Do(req)
+	rc, err := s.fetcher.Fetch(ctx, a.URL, s.refusedAddr)
 	if err != nil {
 		return nil, fmt.Errorf("fetch external artifact %s: %w", a.ID, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("fetch external artifact %s: %s answered %d", a.ID, req.URL.Host, resp.StatusCode)
-	}
-	return resp.Body, nil
+	return rc, nil
 }

@@ -9,12 +9,13 @@ import (
 
 	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/artifact/blobtest"
+	"github.com/skiffhq/skiff/internal/artifact/s3blob"
 	"github.com/skiffhq/skiff/internal/artifact/s3test"
 )
 
 // S3Leftovers lists staged objects and unfinished multipart uploads.
 func s3Leftovers(t *testing.T, b artifact.Blob) []string {
-	s := b.(*artifact.S3)
+	s := b.(*s3blob.S3)
 	ctx := context.Background()
 	var out []string
 	for o := range s.Client().ListObjects(ctx, s.Bucket(), minio.ListObjectsOptions{Prefix: s.TmpPrefix(), Recursive: true}) {
@@ -45,7 +46,7 @@ func TestS3Blob(t *testing.T) {
 func TestParseS3URL(t *testing.T) {
 	t.Parallel()
 	for raw, want := range map[string]string{"s3://bkt/a/b/": "bkt|a/b", "s3://bkt": "bkt|", "http://x/y": "", "s3:///p": ""} {
-		b, p, err := artifact.ParseS3URL(raw)
+		b, p, err := s3blob.ParseS3URL(raw)
 		got := b + "|" + p
 		if err != nil {
 			got = ""

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"path"
 	"strings"
 	"time"
@@ -45,6 +46,16 @@ type Config struct {
 	// AllowPrivate lets external URLs reach loopback, link-local and
 	// private addresses (--artifact-external-allow-private).
 	AllowPrivate bool
+	// Fetcher gets external artifacts' bytes (externalhttp.Fetcher over
+	// HTTP); nil: external inputs cannot be fetched.
+	Fetcher Fetcher
+}
+
+// Fetcher opens an external artifact's URL, refusing every address that
+// refused names (a reason, "" to allow), redirects and DNS answers
+// included.
+type Fetcher interface {
+	Fetch(ctx context.Context, rawURL string, refused func(netip.Addr) string) (io.ReadCloser, error)
 }
 
 // Service keeps artifacts: rows in the store, bytes in the blob store.
@@ -58,12 +69,14 @@ type Service struct {
 	grace time.Duration
 
 	allowPrivate bool
+	fetcher      Fetcher
 }
 
 // New builds the service, filling in defaults.
 func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, blob: cfg.Blob, clock: cfg.Clock, log: cfg.Logger,
-		maxUp: cfg.MaxUploadBytes, quota: cfg.QuotaBytes, grace: cfg.Grace, allowPrivate: cfg.AllowPrivate}
+		maxUp: cfg.MaxUploadBytes, quota: cfg.QuotaBytes, grace: cfg.Grace, allowPrivate: cfg.AllowPrivate,
+		fetcher: cfg.Fetcher}
 	if s.maxUp <= 0 {
 		s.maxUp = DefaultMaxUploadBytes
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/artifact"
+	"github.com/skiffhq/skiff/internal/artifact/externalhttp"
+	"github.com/skiffhq/skiff/internal/artifact/s3blob"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
@@ -58,7 +60,7 @@ func (a *artifactFlags) blob(ctx context.Context, dataDir string) (artifact.Blob
 	case u == "":
 		return artifact.NewLocal(filepath.Join(dataDir, "artifacts"))
 	case strings.HasPrefix(u, "s3://"):
-		bucket, prefix, err := artifact.ParseS3URL(u)
+		bucket, prefix, err := s3blob.ParseS3URL(u)
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +69,7 @@ func (a *artifactFlags) blob(ctx context.Context, dataDir string) (artifact.Blob
 		}
 		// Credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
 		// and AWS_SESSION_TOKEN, never from flags (they would show in ps).
-		return artifact.NewS3(ctx, artifact.S3Config{Endpoint: a.s3Endpoint, Region: a.s3Region, Bucket: bucket, Prefix: prefix})
+		return s3blob.NewS3(ctx, s3blob.S3Config{Endpoint: a.s3Endpoint, Region: a.s3Region, Bucket: bucket, Prefix: prefix})
 	default:
 		return nil, fmt.Errorf("--artifact-store must be empty (local disk) or s3://bucket/prefix")
 	}
@@ -81,7 +83,7 @@ func (a *artifactFlags) service(ctx context.Context, db store.Store, clk clock.C
 	if err != nil {
 		return nil, err
 	}
-	return artifact.New(artifact.Config{Store: db, Blob: b, Clock: clk, Logger: log,
+	return artifact.New(artifact.Config{Store: db, Blob: b, Clock: clk, Logger: log, Fetcher: externalhttp.Fetcher{},
 		MaxUploadBytes: a.maxUpload, QuotaBytes: a.quota, Grace: a.grace, AllowPrivate: a.allowPrivate}), nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/skiffhq/skiff/internal/agent"
 	"github.com/skiffhq/skiff/internal/agent/agenthttp"
 	"github.com/skiffhq/skiff/internal/artifact"
+	"github.com/skiffhq/skiff/internal/artifact/externalhttp"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/fleet"
@@ -93,7 +94,8 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	h.blob = blob
-	h.arts = artifact.New(artifact.Config{Store: st, Blob: blob, Clock: clock.System{}, Logger: log, AllowPrivate: opts.allowPrivate})
+	h.arts = artifact.New(artifact.Config{Store: st, Blob: blob, Clock: clock.System{}, Logger: log, AllowPrivate: opts.allowPrivate,
+		Fetcher: externalhttp.Fetcher{}})
 
 	layoutDir, digest := sandboxtest.RunnerImage(t)
 	hex := strings.TrimPrefix(digest, "sha256:")

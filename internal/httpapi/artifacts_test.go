@@ -23,6 +23,7 @@ import (
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/artifact"
+	"github.com/skiffhq/skiff/internal/artifact/s3blob"
 	"github.com/skiffhq/skiff/internal/artifact/s3test"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 )
@@ -93,7 +94,7 @@ func listArtifacts(t *testing.T, c *apitest.Client) apiv1.ArtifactList {
 // sits in its temporary directory.
 func blobFiles(t *testing.T, e *apitest.Env) (content, tmp []string) {
 	t.Helper()
-	if s3, ok := e.Blob.(*artifact.S3); ok {
+	if s3, ok := e.Blob.(*s3blob.S3); ok {
 		ctx := t.Context()
 		for o := range s3.Client().ListObjects(ctx, s3.Bucket(), minio.ListObjectsOptions{Recursive: true}) {
 			if o.Err != nil {
@@ -113,7 +114,7 @@ func blobFiles(t *testing.T, e *apitest.Env) (content, tmp []string) {
 	}
 	l, ok := e.Blob.(*artifact.Local)
 	if !ok {
-		t.Fatalf("blob store is %T, want *artifact.Local or *artifact.S3", e.Blob)
+		t.Fatalf("blob store is %T, want *artifact.Local or *s3blob.S3", e.Blob)
 	}
 	root := filepath.Dir(l.TempDir())
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -191,7 +192,7 @@ func testArtifactUploadDownload(t *testing.T, f *fixture) {
 
 	var m apiv1.Artifact
 	f.member.Get(t, "/api/v1/artifacts/"+a.ID+"/meta").JSON(t, http.StatusOK, &m)
-	_, isS3 := f.e.Blob.(*artifact.S3)
+	_, isS3 := f.e.Blob.(*s3blob.S3)
 	if m.ID != a.ID || *m.SHA256 != sum(data) || (m.SignedURL != "") != isS3 || !m.DeletionEligible || m.ReferenceCount != 0 {
 		t.Errorf("meta: got %+v, want the upload, deletion eligible, no references, a signed URL only from S3", m)
 	}

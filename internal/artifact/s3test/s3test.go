@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/artifact"
+	"github.com/skiffhq/skiff/internal/artifact/s3blob"
 	"github.com/skiffhq/skiff/internal/testenv"
 )
 
@@ -114,13 +114,13 @@ func Start(t testing.TB) *Server {
 }
 
 // Blob returns a blob store in a fresh bucket of s under prefix.
-func (s *Server) Blob(t testing.TB, prefix string) *artifact.S3 {
+func (s *Server) Blob(t testing.TB, prefix string) *s3blob.S3 {
 	t.Helper()
 	bucket := fmt.Sprintf("b%d", time.Now().UnixNano())
 	if err := os.Mkdir(filepath.Join(s.Root, bucket), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b, err := artifact.NewS3(context.Background(), artifact.S3Config{Endpoint: s.Endpoint, Region: region, Bucket: bucket,
+	b, err := s3blob.NewS3(context.Background(), s3blob.S3Config{Endpoint: s.Endpoint, Region: region, Bucket: bucket,
 		Prefix: prefix, AccessKey: accessKey, SecretKey: secretKey, PartSize: 5 << 20})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiffhq/skiff/internal/artifact/externalhttp"
 	"github.com/skiffhq/skiff/internal/payment/facilitatorhttp"
 	"github.com/skiffhq/skiff/internal/store/storetest"
 
@@ -164,6 +165,9 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	acfg := opts.Artifacts
 	acfg.Store, acfg.Blob, acfg.Clock, acfg.Logger = db, e.Blob, clk, log
+	if acfg.Fetcher == nil {
+		acfg.Fetcher = externalhttp.Fetcher{}
+	}
 	e.Artifacts = artifact.New(acfg)
 	// The server's address is known before it is built: wallet messages
 	// and payment resources name it.

@@ -1,4 +1,4 @@
-package artifact
+package s3blob
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/skiffhq/skiff/internal/artifact"
 )
 
 // S3Config names an S3-compatible bucket.
@@ -50,7 +51,7 @@ type S3 struct {
 	partSize uint64
 }
 
-var _ Blob = (*S3)(nil)
+var _ artifact.Blob = (*S3)(nil)
 
 // NewS3 connects to the bucket, which must exist.
 func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
@@ -104,10 +105,10 @@ func notFound(err error) bool {
 	return code == "NoSuchKey" || code == "NotFound" || minio.ToErrorResponse(err).StatusCode == 404
 }
 
-func (s *S3) Stage(ctx context.Context, r io.Reader, limit int64) (Staged, error) {
+func (s *S3) Stage(ctx context.Context, r io.Reader, limit int64) (artifact.Staged, error) {
 	tmp := s.key("tmp/" + strings.ToLower(rand.Text()))
 	h := sha256.New()
-	lr := &limitReader{r: ctxReader{ctx, r}, n: limit}
+	lr := artifact.LimitReader(ctx, r, limit)
 	info, err := s.c.PutObject(ctx, s.bucket, tmp, io.TeeReader(lr, h), -1,
 		minio.PutObjectOptions{PartSize: s.partSize, ContentType: "application/octet-stream"})
 	if err != nil {
@@ -116,25 +117,25 @@ func (s *S3) Stage(ctx context.Context, r io.Reader, limit int64) (Staged, error
 		_ = s.c.RemoveObject(cctx, s.bucket, tmp, minio.RemoveObjectOptions{})
 		// The reader's own error (a client gone, the limit) says more
 		// than the client library's wrapping of it.
-		if lr.n < 0 {
-			return nil, ErrTooLarge
+		if lr.Over() {
+			return nil, artifact.ErrTooLarge
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
 		}
 		return nil, err
 	}
-	return &s3Staged{s: s, tmp: tmp, res: PutResult{SHA256: hex.EncodeToString(h.Sum(nil)), Size: info.Size}}, nil
+	return &s3Staged{s: s, tmp: tmp, res: artifact.PutResult{SHA256: hex.EncodeToString(h.Sum(nil)), Size: info.Size}}, nil
 }
 
 type s3Staged struct {
 	s    *S3
 	tmp  string
-	res  PutResult
+	res  artifact.PutResult
 	done bool
 }
 
-func (st *s3Staged) Result() PutResult { return st.res }
+func (st *s3Staged) Result() artifact.PutResult { return st.res }
 
 func (st *s3Staged) Commit(ctx context.Context) error {
 	if st.done {
@@ -161,8 +162,8 @@ func (st *s3Staged) Abort(ctx context.Context) error {
 }
 
 func (s *S3) Open(ctx context.Context, sha string, offset, length int64) (io.ReadCloser, error) {
-	if !ValidDigest(sha) {
-		return nil, ErrBadDigest
+	if !artifact.ValidDigest(sha) {
+		return nil, artifact.ErrBadDigest
 	}
 	info, err := s.Stat(ctx, sha)
 	if err != nil {
@@ -184,30 +185,30 @@ func (s *S3) Open(ctx context.Context, sha string, offset, length int64) (io.Rea
 	obj, err := s.c.GetObject(ctx, s.bucket, s.key(sha), opts)
 	if err != nil {
 		if notFound(err) {
-			return nil, ErrNotFound
+			return nil, artifact.ErrNotFound
 		}
 		return nil, err
 	}
 	return obj, nil
 }
 
-func (s *S3) Stat(ctx context.Context, sha string) (Info, error) {
-	if !ValidDigest(sha) {
-		return Info{}, ErrBadDigest
+func (s *S3) Stat(ctx context.Context, sha string) (artifact.Info, error) {
+	if !artifact.ValidDigest(sha) {
+		return artifact.Info{}, artifact.ErrBadDigest
 	}
 	oi, err := s.c.StatObject(ctx, s.bucket, s.key(sha), minio.StatObjectOptions{})
 	if err != nil {
 		if notFound(err) {
-			return Info{}, ErrNotFound
+			return artifact.Info{}, artifact.ErrNotFound
 		}
-		return Info{}, err
+		return artifact.Info{}, err
 	}
-	return Info{Size: oi.Size, ModTime: oi.LastModified.UTC()}, nil
+	return artifact.Info{Size: oi.Size, ModTime: oi.LastModified.UTC()}, nil
 }
 
 func (s *S3) Delete(ctx context.Context, sha string) error {
-	if !ValidDigest(sha) {
-		return ErrBadDigest
+	if !artifact.ValidDigest(sha) {
+		return artifact.ErrBadDigest
 	}
 	err := s.c.RemoveObject(ctx, s.bucket, s.key(sha), minio.RemoveObjectOptions{})
 	if err != nil && !notFound(err) {
@@ -217,8 +218,8 @@ func (s *S3) Delete(ctx context.Context, sha string) error {
 }
 
 func (s *S3) SignedURL(ctx context.Context, sha string, ttl time.Duration) (string, error) {
-	if !ValidDigest(sha) {
-		return "", ErrBadDigest
+	if !artifact.ValidDigest(sha) {
+		return "", artifact.ErrBadDigest
 	}
 	u, err := s.c.PresignedGetObject(ctx, s.bucket, s.key(sha), ttl, nil)
 	if err != nil {

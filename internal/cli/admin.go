@@ -127,6 +127,27 @@ func (l *listFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&l.json, "json", false, "print one JSON object per line instead of a table")
 }
 
+// openListing parses an admin listing's flags (store, paging, --json) into
+// fs and opens the store; the caller closes it.
+func openListing(ctx context.Context, e *env, fs *flag.FlagSet, args []string) (store.Store, *listFlags, store.ListParams, error) {
+	var sf storeFlags
+	sf.register(fs)
+	lf := &listFlags{}
+	lf.register(fs)
+	if err := e.parse(fs, args); err != nil {
+		return nil, nil, store.ListParams{}, err
+	}
+	p, err := lf.params()
+	if err != nil {
+		return nil, nil, store.ListParams{}, err
+	}
+	db, err := sf.open(ctx)
+	if err != nil {
+		return nil, nil, store.ListParams{}, err
+	}
+	return db, lf, p, nil
+}
+
 func (l *listFlags) params() (store.ListParams, error) {
 	if l.limit < 1 || l.limit > 10000 || l.offset < 0 {
 		return store.ListParams{}, fmt.Errorf("--limit must be 1-10000 and --offset 0 or more")
@@ -144,18 +165,7 @@ type adminWaitlistEntry struct {
 func adminWaitlist(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("admin waitlist [--json] [--limit N] [--offset N]",
 		"Lists the addresses on the API key waitlist, newest first: id, sign-up time (UTC) and address.")
-	var sf storeFlags
-	sf.register(fs)
-	var lf listFlags
-	lf.register(fs)
-	if err := e.parse(fs, args); err != nil {
-		return err
-	}
-	p, err := lf.params()
-	if err != nil {
-		return err
-	}
-	db, err := sf.open(ctx)
+	db, lf, p, err := openListing(ctx, e, fs, args)
 	if err != nil {
 		return err
 	}
@@ -197,18 +207,7 @@ type adminFeedbackEntry struct {
 func adminFeedback(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("admin feedback [--json] [--limit N] [--offset N]",
 		"Lists feedback reports, newest first. The table shows id, time, type, account (- when sent\nwithout credentials), job and title; --json adds the description and metadata.")
-	var sf storeFlags
-	sf.register(fs)
-	var lf listFlags
-	lf.register(fs)
-	if err := e.parse(fs, args); err != nil {
-		return err
-	}
-	p, err := lf.params()
-	if err != nil {
-		return err
-	}
-	db, err := sf.open(ctx)
+	db, lf, p, err := openListing(ctx, e, fs, args)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,6 @@
 package fleet
 
 import (
-	"context"
-
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/store"
 )
@@ -15,13 +13,10 @@ import (
 // wakes the lease) is refilled at once; the free capacity in the host's
 // request was true only when it asked. Being the store's view, it holds
 // across controller restarts and for attempts another controller assigned.
-func (c *Controller) free(ctx context.Context, h *host, rec *reconciled) agentproto.Capacity {
+func (c *Controller) free(h *host, rec *reconciled) agentproto.Capacity {
 	free := h.capacity
 	take := func(a *store.Attempt) {
 		free.Slots--
-		if a == nil {
-			return // not an attempt the store knows: a slot, nothing more
-		}
 		free.CPU -= a.CPU
 		free.MemoryMB -= a.MemoryMB
 		free.GPUs -= int(a.GPUs)
@@ -29,11 +24,7 @@ func (c *Controller) free(ctx context.Context, h *host, rec *reconciled) agentpr
 	for _, a := range rec.open {
 		take(a)
 	}
-	for _, id := range rec.stopping {
-		a, err := c.st.AttemptGet(ctx, id)
-		if err != nil {
-			a = nil
-		}
+	for _, a := range rec.stopping {
 		take(a)
 	}
 	free.CPU = max(free.CPU, 0)

@@ -81,7 +81,7 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 			// request's: a long poll outlives the free capacity the host
 			// had when it asked, and a slot freed by an attempt that ended
 			// during the poll must be refilled now, not at the next lease.
-			free := c.free(ctx, h, rec)
+			free := c.free(h, rec)
 			if asg, err = c.assign(ctx, h, free); err != nil {
 				return nil, err
 			}
@@ -114,7 +114,7 @@ type reconciled struct {
 	// stopping are attempts the host still runs although the controller
 	// ended them (cancelled, declared lost): their sandboxes hold
 	// resources until the host has stopped them.
-	stopping []string
+	stopping []*store.Attempt
 	// cancel are the ids among stopping to send the host now.
 	cancel []string
 }
@@ -150,12 +150,16 @@ func (c *Controller) reconcile(ctx context.Context, h *host, running []string) (
 		if isOpen[id] {
 			continue
 		}
-		if a, err := c.st.AttemptGet(ctx, id); err == nil && a.HostID == h.id && finishedByHost(a.Status) {
+		a, err := c.st.AttemptGet(ctx, id)
+		if err == nil && a.HostID == h.id && finishedByHost(a.Status) {
 			// The host reported its end and is delivering or has just had
 			// the acknowledgement: its sandbox is gone, nothing to stop.
 			continue
 		}
-		rec.stopping = append(rec.stopping, id)
+		if err != nil {
+			a = &store.Attempt{ID: id} // unknown to the store: it holds a slot, nothing more
+		}
+		rec.stopping = append(rec.stopping, a)
 		if sent, ok := h.cancelSent[id]; ok && now.Sub(sent) < c.cfg.HeartbeatInterval {
 			continue
 		}

@@ -73,6 +73,18 @@ func (b *builds) wake() {
 	}
 }
 
+// WakeBuilds tells the build queue, when it runs in this process, to look
+// for queued pushes now: after a push here, or the notification of a push
+// on another controller.
+func (s *Service) WakeBuilds() {
+	s.mu.Lock()
+	b := s.builds
+	s.mu.Unlock()
+	if b != nil {
+		b.wake()
+	}
+}
+
 // RunBuilds serves the build queue until ctx ends. Call it once, in its own
 // goroutine; pushes made before it runs wait in the store.
 func (s *Service) RunBuilds(ctx context.Context, builder ImageBuilder) error {

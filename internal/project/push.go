@@ -128,12 +128,7 @@ func (s *Service) Push(ctx context.Context, accountID, name string, body io.Read
 		return nil, fmt.Errorf("record push: %w", err)
 	}
 	keep = true
-	s.mu.Lock()
-	b := s.builds
-	s.mu.Unlock()
-	if b != nil {
-		b.wake()
-	}
+	s.WakeBuilds()
 	return &PushOutcome{Push: pu, Manifest: m, SizeBytes: counted.n, TarballDiff: diffJSON}, nil
 }
 

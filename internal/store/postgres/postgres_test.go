@@ -86,3 +86,26 @@ func TestRefuseNewerSchema(t *testing.T) {
 		t.Fatalf("migrate against a newer schema: %v, want ErrSchemaNewer", err)
 	}
 }
+
+// TestDispatchAcrossControllers: claimers spread over three controllers'
+// connection pools on one database race for 300 queued tasks. FOR UPDATE
+// SKIP LOCKED hands each task to exactly one of them, with no leader.
+func TestDispatchAcrossControllers(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	var stores []store.Store
+	for i := range 3 {
+		db, err := postgres.Open(t.Context(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		if i == 0 {
+			if _, err := db.Migrate(t.Context(), time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stores = append(stores, db)
+	}
+	storetest.ClaimRaceAcrossStores(t, stores)
+}

@@ -56,6 +56,10 @@ type ControllerConfig struct {
 	// ImagesDir is the controller's OCI image store (<dir>/<hex>); a host
 	// on this machine reads image layouts from it directly.
 	ImagesDir string
+	// Images opens an image's layout by digest; nil: <ImagesDir>/<hex>.
+	// With several controllers it fetches the layouts this controller did
+	// not build from the shared blob store (imagestore.Shared).
+	Images ImageSource
 	// HeartbeatInterval is the longest a host may go without a lease
 	// request; hosts long-poll at most this long. Default 10 s.
 	HeartbeatInterval time.Duration
@@ -75,6 +79,12 @@ type ControllerConfig struct {
 	// attempts spares those of hosts that talk to another. Nil: this is
 	// the only controller.
 	Presence Presence
+}
+
+// ImageSource opens an image's OCI layout on this machine by its manifest
+// digest (imagestore.Source).
+type ImageSource interface {
+	Layout(ctx context.Context, digest string) (string, error)
 }
 
 // Presence records which hosts are alive across controllers

@@ -237,6 +237,12 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 	if !ok {
 		return nil, fmt.Errorf("revision of job %s has no image digest", t.JobID)
 	}
+	layoutDir := filepath.Join(c.cfg.ImagesDir, hex)
+	if c.cfg.Images != nil {
+		if layoutDir, err = c.cfg.Images.Layout(ctx, rs.ImageDigest); err != nil {
+			return nil, err
+		}
+	}
 	payload, err := c.jobs.AttemptPayload(ctx, rs, t, a)
 	if err != nil {
 		return nil, err
@@ -251,7 +257,7 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 	}
 	return &agentproto.Assignment{
 		AttemptID: a.ID, TaskID: t.ID, JobID: t.JobID, ProjectID: rs.Job.ProjectID,
-		ImageDigest: rs.ImageDigest, ImageLayoutDir: filepath.Join(c.cfg.ImagesDir, hex),
+		ImageDigest: rs.ImageDigest, ImageLayoutDir: layoutDir,
 		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: payload,
 		CPU: t.CPU, MemoryMB: t.MemoryMB, TimeoutS: int(rs.Request.TimeoutS), Inputs: inputs,
 	}, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/fleet"
+	"github.com/skiffhq/skiff/internal/imagestore"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/sandbox"
@@ -57,7 +58,7 @@ func (c *core) stop() {
 // runsc missing, not root) does not stop the server: pushes then fail with a
 // platform error that says what is missing, tasks wait queued, and the log
 // says it loudly.
-func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties, dataDir string, projects *project.Service,
+func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties, shared *imagestore.Shared, dataDir string, projects *project.Service,
 	lh localHost, ctrl *fleet.Controller, controllerURL string) (*core, error) {
 	imagesDir := filepath.Join(dataDir, "images")
 	var builder project.ImageBuilder
@@ -71,6 +72,9 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties,
 		builder = brokenBuilder{err: err}
 	} else {
 		builder = build.ProjectBuilder{B: b}
+	}
+	if shared != nil {
+		builder = publishingBuilder{ImageBuilder: builder, images: shared}
 	}
 	local, images := lh.local, lh.images
 

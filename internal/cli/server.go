@@ -217,8 +217,17 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	shared, err := openShared(ctx, &f, imagesDir, log)
+	if err != nil {
+		return err
+	}
+	var images fleet.ImageSource
+	if shared.images != nil {
+		images = shared.images
+		local.SetImages(shared.images)
+	}
 	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir,
-		Jobs: jobs, Preparer: local, Floor: bill, OnBuild: set.ObserveBuild})
+		Jobs: jobs, Preparer: local, Floor: bill, OnBuild: set.ObserveBuild, Contexts: shared.contexts})
 	defer projects.Close()
 	if f.databaseURL != "" {
 		go postgres.Listen(brokerCtx, f.databaseURL, postgres.PushChannel, projects.WakeBuilds, log.With("component", "builds"))
@@ -241,7 +250,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	sweeper := &artifact.Sweeper{Tasks: f.artifacts.sweepTasks(arts, jobs, clk), Logger: log.With("component", "sweeper")}
 	duties.run(sweepCtx, dutySweeps, sweeper.Run)
 	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk, Artifacts: arts,
-		Log: log.With("component", "controller"), ImagesDir: imagesDir, Presence: duties.presence})
+		Log: log.With("component", "controller"), ImagesDir: imagesDir, Images: images, Presence: duties.presence})
 	hosts = ctrl.HostCounts
 	mux := http.NewServeMux()
 	mux.Handle("/agent/v1/", httpapi.AgentHandler(ctrl, log.With("component", "agentapi")))
@@ -254,7 +263,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	core, err := startCore(ctx, log, &f, duties, dataDir, projects, localHost{local: local, images: hostImages}, ctrl,
+	core, err := startCore(ctx, log, &f, duties, shared.images, dataDir, projects, localHost{local: local, images: hostImages}, ctrl,
 		"http://"+ln.Addr().String())
 	if err != nil {
 		_ = srv.Close()

@@ -46,6 +46,7 @@ type serverFlags struct {
 	front        frontFlags
 	artifacts    artifactFlags
 	dutyLease    time.Duration
+	heartbeat    time.Duration
 }
 
 // streamFlags configure the event streams (docs/streams.md).
@@ -105,6 +106,7 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.StringVar(&f.front.trustedProxies, "trusted-proxy", "", "comma-separated CIDR ranges or addresses of reverse proxies whose X-Forwarded-For names the client for rate limits; from anyone else the header is ignored (env SKIFF_TRUSTED_PROXY)")
 	fs.IntVar(&f.front.waitlistRate, "waitlist-rate", httpapi.DefaultLimits.WaitlistPerMinute, "POST /api/v1/waitlist requests per client IP and minute; 0: unlimited (env SKIFF_WAITLIST_RATE)")
 	fs.IntVar(&f.front.feedbackRate, "feedback-rate", httpapi.DefaultLimits.FeedbackPerMinute, "POST /api/v1/feedback requests per client IP and minute; 0: unlimited (env SKIFF_FEEDBACK_RATE)")
+	fs.DurationVar(&f.heartbeat, "host-heartbeat", 10*time.Second, "longest a host waits between lease requests; a host silent for three of them is lost and its attempts requeued (env SKIFF_HOST_HEARTBEAT)")
 	fs.DurationVar(&f.dutyLease, "duty-lease", 10*time.Second, "with --database-url: how long a controller's hold on a singleton duty (builds, sweeps) lasts unrenewed, the longest the others wait to take it over when it dies (env SKIFF_DUTY_LEASE)")
 	f.rates.register(fs)
 	f.payments.register(fs)
@@ -158,8 +160,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		}
 	}()
 	clk := clock.System{}
-	if f.dutyLease < time.Second {
-		return fmt.Errorf("--duty-lease must be at least 1s")
+	if f.dutyLease < time.Second || f.heartbeat < time.Second {
+		return fmt.Errorf("--duty-lease and --host-heartbeat must be at least 1s")
 	}
 	duties := newDuties(db, f.databaseURL != "", f.dutyLease, clk, log.With("component", "duties"))
 	authSvc := auth.New(db, clk)
@@ -250,7 +252,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	sweeper := &artifact.Sweeper{Tasks: f.artifacts.sweepTasks(arts, jobs, clk), Logger: log.With("component", "sweeper")}
 	duties.run(sweepCtx, dutySweeps, sweeper.Run)
 	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk, Artifacts: arts,
-		Log: log.With("component", "controller"), ImagesDir: imagesDir, Images: images, Presence: duties.presence})
+		Log: log.With("component", "controller"), ImagesDir: imagesDir, Images: images, Presence: duties.presence,
+		HeartbeatInterval: f.heartbeat})
 	hosts = ctrl.HostCounts
 	mux := http.NewServeMux()
 	mux.Handle("/agent/v1/", httpapi.AgentHandler(ctrl, log.With("component", "agentapi")))

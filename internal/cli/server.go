@@ -146,6 +146,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if f.front.waitlistRate < 0 || f.front.feedbackRate < 0 {
 		return fmt.Errorf("--waitlist-rate and --feedback-rate must be 0 (unlimited) or more")
 	}
+	if f.dutyLease < time.Second || f.heartbeat < time.Second {
+		return fmt.Errorf("--duty-lease and --host-heartbeat must be at least 1s")
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -160,9 +163,6 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		}
 	}()
 	clk := clock.System{}
-	if f.dutyLease < time.Second || f.heartbeat < time.Second {
-		return fmt.Errorf("--duty-lease and --host-heartbeat must be at least 1s")
-	}
 	duties := newDuties(db, f.databaseURL != "", f.dutyLease, clk, log.With("component", "duties"))
 	authSvc := auth.New(db, clk)
 	authSvc.SetWallet(auth.WalletConfig{PublicURL: payCfg.PublicURL, Policy: walletPolicy})

@@ -34,6 +34,7 @@ func Catalog() []Page {
 		p("metrics", "metrics.md"),
 		p("python-sdk", "python-sdk.md"),
 		p("hosting", "hosting.md"),
+		p("scaling", "scaling.md"),
 		p("changelog", "changelog.md"),
 		p("bench", "bench.md"),
 	}

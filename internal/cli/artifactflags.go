@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -73,6 +74,23 @@ func (a *artifactFlags) blob(ctx context.Context, dataDir string) (artifact.Blob
 	default:
 		return nil, fmt.Errorf("--artifact-store must be empty (local disk) or s3://bucket/prefix")
 	}
+}
+
+// sharedBlob opens the area sub ("images", "pushes") of a shared blob store
+// (s3://), where controllers keep the bytes each must reach: nil when
+// artifacts stay on local disk, which only one controller sees.
+func (a *artifactFlags) sharedBlob(ctx context.Context, sub string) (artifact.Blob, error) {
+	if !strings.HasPrefix(a.storeURL, "s3://") {
+		return nil, nil
+	}
+	bucket, prefix, err := s3blob.ParseS3URL(a.storeURL)
+	if err != nil {
+		return nil, err
+	}
+	if a.s3Endpoint == "" {
+		return nil, fmt.Errorf("--artifact-store %s needs --s3-endpoint", a.storeURL)
+	}
+	return s3blob.NewS3(ctx, s3blob.S3Config{Endpoint: a.s3Endpoint, Region: a.s3Region, Bucket: bucket, Prefix: path.Join(prefix, sub)})
 }
 
 func (a *artifactFlags) service(ctx context.Context, db store.Store, clk clock.Clock, log *slog.Logger, dataDir string) (*artifact.Service, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/fleet"
+	"github.com/skiffhq/skiff/internal/imagestore"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/sandbox"
@@ -57,7 +58,7 @@ func (c *core) stop() {
 // runsc missing, not root) does not stop the server: pushes then fail with a
 // platform error that says what is missing, tasks wait queued, and the log
 // says it loudly.
-func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, dataDir string, projects *project.Service,
+func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties, shared *imagestore.Shared, dataDir string, projects *project.Service,
 	lh localHost, ctrl *fleet.Controller, controllerURL string) (*core, error) {
 	imagesDir := filepath.Join(dataDir, "images")
 	var builder project.ImageBuilder
@@ -71,6 +72,9 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, dataDir st
 		builder = brokenBuilder{err: err}
 	} else {
 		builder = build.ProjectBuilder{B: b}
+	}
+	if shared != nil {
+		builder = publishingBuilder{ImageBuilder: builder, images: shared}
 	}
 	local, images := lh.local, lh.images
 
@@ -113,13 +117,22 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, dataDir st
 	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
-		if err := projects.RunBuilds(ctx, builder); err != nil && ctx.Err() == nil {
-			log.Error("build queue stopped", "err", err)
-		}
+		d.runner.Run(ctx, dutyBuilds, func(ctx context.Context) {
+			if err := projects.RunBuilds(ctx, builder); err != nil && ctx.Err() == nil {
+				log.Error("build queue stopped", "err", err)
+			}
+		})
 	}()
 	go func() {
 		defer c.wg.Done()
-		_ = ctrl.Run(ctx)
+		if d.presence == nil {
+			_ = ctrl.Run(ctx)
+			return
+		}
+		// Each controller forgets its own silent hosts; one at a time
+		// requeues the attempts of hosts alive nowhere.
+		go func() { _ = ctrl.RunHosts(ctx) }()
+		d.runner.Run(ctx, dutyFleetSweep, func(ctx context.Context) { _ = ctrl.RunOrphans(ctx) })
 	}()
 	if host != nil {
 		c.hostWG.Add(1)

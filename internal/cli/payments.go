@@ -115,8 +115,9 @@ func (f *paymentFlags) config(listen string) (payment.Config, *auth.WalletPolicy
 }
 
 // startPayments builds the payment service and finishes the settlements a
-// crash or an outage left pending.
-func startPayments(ctx context.Context, log *slog.Logger, cfg payment.Config, db store.Store, clk clock.Clock) *payment.Service {
+// crash or an outage left pending: as a duty, so that with several
+// controllers one does it, again whenever the duty changes hands.
+func startPayments(ctx context.Context, log *slog.Logger, cfg payment.Config, db store.Store, clk clock.Clock, d *duties) *payment.Service {
 	var fac payment.Facilitator
 	if cfg.FacilitatorURL != "" {
 		fac = facilitatorhttp.New(cfg.FacilitatorURL, cfg.FacilitatorHeaders, cfg.FacilitatorTimeout)
@@ -126,14 +127,15 @@ func startPayments(ctx context.Context, log *slog.Logger, cfg payment.Config, db
 		log.Info("payments on", "network", cfg.Network, "asset", cfg.Asset, "pay_to", cfg.PayTo, "realm", cfg.Realm,
 			"facilitator", redactURL(cfg.FacilitatorURL), "facilitator_headers", len(cfg.FacilitatorHeaders))
 		// In the background: a slow facilitator must not hold up the start.
-		go func() {
+		d.run(ctx, dutyPayments, func(ctx context.Context) {
 			settled, failed, err := svc.Reconcile(ctx)
 			if err != nil {
 				log.Warn("reconcile pending payments", "err", err)
 			} else if settled+failed > 0 {
 				log.Info("reconciled pending payments", "settled", settled, "declined", failed)
 			}
-		}()
+			<-ctx.Done() // held until shutdown: the next holder reconciles again
+		})
 	}
 	return svc
 }

@@ -45,6 +45,8 @@ type serverFlags struct {
 	metricsToken string
 	front        frontFlags
 	artifacts    artifactFlags
+	dutyLease    time.Duration
+	heartbeat    time.Duration
 }
 
 // streamFlags configure the event streams (docs/streams.md).
@@ -104,6 +106,8 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.StringVar(&f.front.trustedProxies, "trusted-proxy", "", "comma-separated CIDR ranges or addresses of reverse proxies whose X-Forwarded-For names the client for rate limits; from anyone else the header is ignored (env SKIFF_TRUSTED_PROXY)")
 	fs.IntVar(&f.front.waitlistRate, "waitlist-rate", httpapi.DefaultLimits.WaitlistPerMinute, "POST /api/v1/waitlist requests per client IP and minute; 0: unlimited (env SKIFF_WAITLIST_RATE)")
 	fs.IntVar(&f.front.feedbackRate, "feedback-rate", httpapi.DefaultLimits.FeedbackPerMinute, "POST /api/v1/feedback requests per client IP and minute; 0: unlimited (env SKIFF_FEEDBACK_RATE)")
+	fs.DurationVar(&f.heartbeat, "host-heartbeat", 10*time.Second, "longest a host waits between lease requests; a host silent for three of them is lost and its attempts requeued (env SKIFF_HOST_HEARTBEAT)")
+	fs.DurationVar(&f.dutyLease, "duty-lease", 10*time.Second, "with --database-url: how long a controller's hold on a singleton duty (builds, sweeps) lasts unrenewed, the longest the others wait to take it over when it dies (env SKIFF_DUTY_LEASE)")
 	f.rates.register(fs)
 	f.payments.register(fs)
 	f.artifacts.register(fs)
@@ -142,6 +146,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if f.front.waitlistRate < 0 || f.front.feedbackRate < 0 {
 		return fmt.Errorf("--waitlist-rate and --feedback-rate must be 0 (unlimited) or more")
 	}
+	if f.dutyLease < time.Second || f.heartbeat < time.Second {
+		return fmt.Errorf("--duty-lease and --host-heartbeat must be at least 1s")
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -156,9 +163,10 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		}
 	}()
 	clk := clock.System{}
+	duties := newDuties(db, f.databaseURL != "", f.dutyLease, clk, log.With("component", "duties"))
 	authSvc := auth.New(db, clk)
 	authSvc.SetWallet(auth.WalletConfig{PublicURL: payCfg.PublicURL, Policy: walletPolicy})
-	payments := startPayments(ctx, log, payCfg, db, clk)
+	payments := startPayments(ctx, log, payCfg, db, clk, duties)
 	bill := billing.New(db, clk)
 	prices, err := f.rates.source(ctx, log.With("component", "billing"))
 	if err != nil {
@@ -184,8 +192,14 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err := broker.Start(brokerCtx); err != nil {
 		return fmt.Errorf("start event broker: %w", err)
 	}
+	// The job service wakes what the controller's long-polling hosts wait
+	// on; neither needs the other to exist first.
+	hostWake := wake.New()
 	if f.databaseURL != "" {
-		go postgres.Listen(brokerCtx, f.databaseURL, postgres.EventChannel, broker.Wake, log.With("component", "events"))
+		// A job event committed on any controller may be new work or a
+		// cancel for the hosts polling this one.
+		go postgres.Listen(brokerCtx, f.databaseURL, postgres.EventChannel, func() { broker.Wake(); hostWake.Wake() },
+			log.With("component", "events"))
 	}
 	limits := submit.Limits{Presets: submit.DefaultPresets()}
 	if err := submit.ValidatePresets(limits); err != nil {
@@ -196,9 +210,6 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	imagesDir := filepath.Join(dataDir, "images")
-	// The job service wakes what the controller's long-polling hosts wait
-	// on; neither needs the other to exist first.
-	hostWake := wake.New()
 	jobs := job.New(job.Config{Store: event.NotifyingStore(db, broker), Clock: clk, Logger: log.With("component", "jobs"),
 		Billing: bill, Limits: limits, Wake: hostWake})
 	hostImages := &ociimage.Cache{
@@ -208,9 +219,21 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	shared, err := openShared(ctx, &f, imagesDir, log)
+	if err != nil {
+		return err
+	}
+	var images fleet.ImageSource
+	if shared.images != nil {
+		images = shared.images
+		local.SetImages(shared.images)
+	}
 	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir,
-		Jobs: jobs, Preparer: local, Floor: bill, OnBuild: set.ObserveBuild})
+		Jobs: jobs, Preparer: local, Floor: bill, OnBuild: set.ObserveBuild, Contexts: shared.contexts})
 	defer projects.Close()
+	if f.databaseURL != "" {
+		go postgres.Listen(brokerCtx, f.databaseURL, postgres.PushChannel, projects.WakeBuilds, log.With("component", "builds"))
+	}
 	arts, err := f.artifacts.service(ctx, db, clk, log.With("component", "artifacts"), dataDir)
 	if err != nil {
 		return err
@@ -226,9 +249,11 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	})
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
-	go (&artifact.Sweeper{Tasks: f.artifacts.sweepTasks(arts, jobs, clk), Logger: log.With("component", "sweeper")}).Run(sweepCtx)
+	sweeper := &artifact.Sweeper{Tasks: f.artifacts.sweepTasks(arts, jobs, clk), Logger: log.With("component", "sweeper")}
+	duties.run(sweepCtx, dutySweeps, sweeper.Run)
 	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk, Artifacts: arts,
-		Log: log.With("component", "controller"), ImagesDir: imagesDir})
+		Log: log.With("component", "controller"), ImagesDir: imagesDir, Images: images, Presence: duties.presence,
+		HeartbeatInterval: f.heartbeat})
 	hosts = ctrl.HostCounts
 	mux := http.NewServeMux()
 	mux.Handle("/agent/v1/", httpapi.AgentHandler(ctrl, log.With("component", "agentapi")))
@@ -241,7 +266,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	core, err := startCore(ctx, log, &f, dataDir, projects, localHost{local: local, images: hostImages}, ctrl,
+	core, err := startCore(ctx, log, &f, duties, shared.images, dataDir, projects, localHost{local: local, images: hostImages}, ctrl,
 		"http://"+ln.Addr().String())
 	if err != nil {
 		_ = srv.Close()

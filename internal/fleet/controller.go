@@ -56,6 +56,10 @@ type ControllerConfig struct {
 	// ImagesDir is the controller's OCI image store (<dir>/<hex>); a host
 	// on this machine reads image layouts from it directly.
 	ImagesDir string
+	// Images opens an image's layout by digest; nil: <ImagesDir>/<hex>.
+	// With several controllers it fetches the layouts this controller did
+	// not build from the shared blob store (imagestore.Shared).
+	Images ImageSource
 	// HeartbeatInterval is the longest a host may go without a lease
 	// request; hosts long-poll at most this long. Default 10 s.
 	HeartbeatInterval time.Duration
@@ -70,6 +74,28 @@ type ControllerConfig struct {
 	// SweepInterval is how often lost hosts and orphaned attempts are
 	// looked for. Default HeartbeatInterval.
 	SweepInterval time.Duration
+	// Presence shares with the other controllers on the same store which
+	// hosts are alive, so that the one controller sweeping orphaned
+	// attempts spares those of hosts that talk to another. Nil: this is
+	// the only controller.
+	Presence Presence
+}
+
+// ImageSource opens an image's OCI layout on this machine by its manifest
+// digest (imagestore.Source).
+type ImageSource interface {
+	Layout(ctx context.Context, digest string) (string, error)
+}
+
+// Presence records which hosts are alive across controllers
+// (docs/scaling.md). Each controller marks the hosts that call it.
+type Presence interface {
+	// Mark records hostID alive from now until until.
+	Mark(ctx context.Context, hostID string, now, until time.Time) error
+	// Drop records hostID gone, when this controller marked it last.
+	Drop(ctx context.Context, hostID string) error
+	// Alive lists the hosts alive at now, on any controller.
+	Alive(ctx context.Context, now time.Time) (map[string]bool, error)
 }
 
 // host is a registered host.
@@ -81,6 +107,9 @@ type host struct {
 	profJSON []byte
 	capacity agentproto.Capacity
 	lastSeen time.Time
+	// marked is when Presence last recorded the host alive (guarded by
+	// Controller.mu).
+	marked time.Time
 	// lease serialises a host's lease requests: one decides at a time, so
 	// that reconciling its running list and assigning never interleave.
 	lease sync.Mutex
@@ -162,8 +191,27 @@ func (c *Controller) hostCount() int {
 	return len(c.hosts)
 }
 
-// Run looks for lost hosts and orphaned attempts until ctx is done.
+// Run looks for lost hosts and orphaned attempts until ctx is done: the
+// whole sweep, for the only controller on a store.
 func (c *Controller) Run(ctx context.Context) error {
+	return c.every(ctx, func(ctx context.Context) error { return c.Sweep(ctx) })
+}
+
+// RunHosts looks for this controller's lost hosts until ctx is done. With
+// several controllers each runs it, and one at a time runs RunOrphans.
+func (c *Controller) RunHosts(ctx context.Context) error {
+	return c.every(ctx, c.SweepHosts)
+}
+
+// RunOrphans looks for orphaned attempts until ctx is done: the singleton
+// duty of several controllers. Attempts left open before it started get
+// LostAfter for their host to call some controller.
+func (c *Controller) RunOrphans(ctx context.Context) error {
+	since := c.clk.Now()
+	return c.every(ctx, func(ctx context.Context) error { return c.SweepOrphans(ctx, since) })
+}
+
+func (c *Controller) every(ctx context.Context, sweep func(context.Context) error) error {
 	t := time.NewTicker(c.cfg.SweepInterval)
 	defer t.Stop()
 	for {
@@ -171,7 +219,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
-			if err := c.Sweep(ctx); err != nil && ctx.Err() == nil {
+			if err := sweep(ctx); err != nil && ctx.Err() == nil {
 				c.log.Error("sweep", "err", err)
 			}
 		}
@@ -183,19 +231,54 @@ func (c *Controller) Run(ctx context.Context) error {
 // the controller has run for LostAfter, those an earlier run left open and
 // no host has claimed since.
 func (c *Controller) Sweep(ctx context.Context) error {
+	return errors.Join(c.SweepHosts(ctx), c.SweepOrphans(ctx, c.started))
+}
+
+// SweepHosts forgets the hosts silent for LostAfter; their attempts are
+// then orphans.
+func (c *Controller) SweepHosts(ctx context.Context) error {
 	now := c.clk.Now()
+	var gone []string
 	c.mu.Lock()
 	for id, h := range c.hosts {
 		if now.Sub(h.lastSeen) > c.cfg.LostAfter {
 			c.log.Warn("host lost: no lease request", "host_id", id, "silent_for", now.Sub(h.lastSeen).String())
 			delete(c.hosts, id)
+			gone = append(gone, id)
 		}
 	}
+	c.mu.Unlock()
+	var errs []error
+	if c.cfg.Presence != nil {
+		for _, id := range gone {
+			if err := c.cfg.Presence.Drop(ctx, id); err != nil {
+				errs = append(errs, fmt.Errorf("drop presence of %s: %w", id, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SweepOrphans requeues the open attempts of hosts that are registered
+// nowhere; attempts assigned before since, while the sweeper was not
+// running, get LostAfter from since for their host to come back.
+func (c *Controller) SweepOrphans(ctx context.Context, since time.Time) error {
+	now := c.clk.Now()
+	c.mu.Lock()
 	registered := make(map[string]bool, len(c.hosts))
 	for id := range c.hosts {
 		registered[id] = true
 	}
 	c.mu.Unlock()
+	if c.cfg.Presence != nil {
+		alive, err := c.cfg.Presence.Alive(ctx, now)
+		if err != nil {
+			return fmt.Errorf("hosts alive: %w", err)
+		}
+		for id := range alive {
+			registered[id] = true
+		}
+	}
 	open, err := c.st.AttemptListOpen(ctx, "")
 	if err != nil {
 		return fmt.Errorf("open attempts: %w", err)
@@ -205,7 +288,7 @@ func (c *Controller) Sweep(ctx context.Context) error {
 		if registered[a.HostID] {
 			continue
 		}
-		if now.Sub(c.started) < c.cfg.LostAfter && now.Sub(a.AssignedAt) < c.cfg.LostAfter {
+		if now.Sub(since) < c.cfg.LostAfter && now.Sub(a.AssignedAt) < c.cfg.LostAfter {
 			continue // the host may still come back after our restart
 		}
 		if err := c.lose(ctx, a, "its host stopped reporting"); err != nil {

@@ -30,7 +30,7 @@ func (c *Controller) Event(ctx context.Context, token, attemptID string, ev *age
 		return fmt.Errorf("attempt %s: %w", attemptID, err)
 	}
 	if h := c.host(hostID); h != nil {
-		c.seen(h)
+		c.seen(ctx, h)
 	}
 	open := a.Status == store.AttemptAssigned || a.Status == store.AttemptRunning
 	switch ev.Kind {

@@ -34,6 +34,7 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 	c.mu.Lock()
 	c.hosts[hostID] = h
 	c.mu.Unlock()
+	c.seen(ctx, h)
 	if _, err := c.reconcile(ctx, h, req.Running); err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		c.seen(h)
+		c.seen(ctx, h)
 		woken := c.wake.Changed() // before looking, so that a wake after the look is not missed
 		rec, err := c.reconcile(ctx, h, req.Running)
 		if err != nil {
@@ -92,7 +93,7 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 		select {
 		case <-woken:
 		case <-deadline.C:
-			c.seen(h)
+			c.seen(ctx, h)
 			return &agentproto.LeaseResponse{Assignments: []agentproto.Assignment{}, Cancel: []string{}}, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -100,10 +101,25 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 	}
 }
 
-func (c *Controller) seen(h *host) {
+func (c *Controller) seen(ctx context.Context, h *host) {
+	now := c.clk.Now()
 	c.mu.Lock()
-	h.lastSeen = c.clk.Now()
+	h.lastSeen = now
+	mark := c.cfg.Presence != nil && now.Sub(h.marked) >= c.cfg.LostAfter/3
+	if mark {
+		h.marked = now
+	}
 	c.mu.Unlock()
+	if mark {
+		// A third of LostAfter apart: a host alive here stays alive for
+		// the other controllers' sweeps with two marks to spare.
+		if err := c.cfg.Presence.Mark(ctx, h.id, now, now.Add(c.cfg.LostAfter)); err != nil {
+			c.log.Warn("mark host alive", "host_id", h.id, "err", err)
+			c.mu.Lock()
+			h.marked = time.Time{}
+			c.mu.Unlock()
+		}
+	}
 }
 
 // reconciled is what reconcile found of a host's attempts.
@@ -221,6 +237,12 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 	if !ok {
 		return nil, fmt.Errorf("revision of job %s has no image digest", t.JobID)
 	}
+	layoutDir := filepath.Join(c.cfg.ImagesDir, hex)
+	if c.cfg.Images != nil {
+		if layoutDir, err = c.cfg.Images.Layout(ctx, rs.ImageDigest); err != nil {
+			return nil, err
+		}
+	}
 	payload, err := c.jobs.AttemptPayload(ctx, rs, t, a)
 	if err != nil {
 		return nil, err
@@ -235,7 +257,7 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 	}
 	return &agentproto.Assignment{
 		AttemptID: a.ID, TaskID: t.ID, JobID: t.JobID, ProjectID: rs.Job.ProjectID,
-		ImageDigest: rs.ImageDigest, ImageLayoutDir: filepath.Join(c.cfg.ImagesDir, hex),
+		ImageDigest: rs.ImageDigest, ImageLayoutDir: layoutDir,
 		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: payload,
 		CPU: t.CPU, MemoryMB: t.MemoryMB, TimeoutS: int(rs.Request.TimeoutS), Inputs: inputs,
 	}, nil

@@ -21,7 +21,12 @@ type Local struct {
 	id        string
 	imagesDir string
 	cache     *ociimage.Cache
+	images    ImageSource
 }
+
+// SetImages makes the host open image layouts through src (a shared image
+// store) instead of reading <imagesDir>/<hex>.
+func (l *Local) SetImages(src ImageSource) { l.images = src }
 
 // NewLocal opens the local host's state under dir, keeping a stable
 // pseudonymous wkr_ handle across restarts.
@@ -60,7 +65,14 @@ func (l *Local) Prepare(ctx context.Context, hostID string, pu *store.Push) erro
 	if !ok {
 		return fmt.Errorf("push %s has no image digest", pu.ID)
 	}
-	if _, err := l.cache.Unpack(ctx, filepath.Join(l.imagesDir, hex), pu.ImageDigest); err != nil {
+	dir := filepath.Join(l.imagesDir, hex)
+	if l.images != nil {
+		var err error
+		if dir, err = l.images.Layout(ctx, pu.ImageDigest); err != nil {
+			return err
+		}
+	}
+	if _, err := l.cache.Unpack(ctx, dir, pu.ImageDigest); err != nil {
 		return fmt.Errorf("unpack image: %w", err)
 	}
 	return nil

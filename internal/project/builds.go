@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +71,18 @@ func (b *builds) wake() {
 	select {
 	case b.wakeCh <- struct{}{}:
 	default:
+	}
+}
+
+// WakeBuilds tells the build queue, when it runs in this process, to look
+// for queued pushes now: after a push here, or the notification of a push
+// on another controller.
+func (s *Service) WakeBuilds() {
+	s.mu.Lock()
+	b := s.builds
+	s.mu.Unlock()
+	if b != nil {
+		b.wake()
 	}
 }
 
@@ -160,12 +173,21 @@ func (b *builds) run(ctx context.Context, queued *store.Push) {
 		b.finishFailed(ctx, pu, "stored manifest unreadable: "+err.Error(), "Push again.", "")
 		return
 	}
+	ctxDir, err := s.localContext(ctx, pu)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("build context unavailable", "push", pu.ID, "err", err)
+			b.finishFailed(ctx, pu, "the build failed on the platform side: its context could not be read; this was not caused by your project",
+				"Push again; if it keeps failing, report it with push_ref "+pu.ID+".", "")
+		}
+		return
+	}
 	tail := newTailWriter(LogTailBytes)
 	stopFlush := b.flushTail(ctx, pu.ID, tail)
 	start := time.Now()
 	res, err := b.builder.Build(ctx, BuildRequest{
-		PushID: pu.ID, ContextDir: filepath.Join(pu.ContextDir, m.Build.Context),
-		Dockerfile: filepath.Join(pu.ContextDir, m.Build.Dockerfile), BuildArgs: m.Build.Args, Target: m.Build.Target,
+		PushID: pu.ID, ContextDir: filepath.Join(ctxDir, m.Build.Context),
+		Dockerfile: filepath.Join(ctxDir, m.Build.Dockerfile), BuildArgs: m.Build.Args, Target: m.Build.Target,
 		Tag: p.ID + "-" + pu.ID, Timeout: time.Duration(p.SetupTimeoutS) * time.Second,
 		ValidateExecutables: m.Validation.Executables, ValidateFiles: m.Validation.Files, Log: tail,
 	})
@@ -247,6 +269,13 @@ func (b *builds) flushTail(ctx context.Context, pushID string, tail *tailWriter)
 
 func (s *Service) removeContext(pu *store.Push) {
 	if pu.ContextDir == "" {
+		return
+	}
+	if strings.HasPrefix(pu.ContextDir, sharedContextPrefix) {
+		s.dropSharedContext(context.WithoutCancel(s.bgCtx), pu)
+		if err := os.RemoveAll(s.pushDir(pu.ID)); err != nil {
+			s.log.Warn("remove build context", "push", pu.ID, "err", err)
+		}
 		return
 	}
 	// The context dir is <data>/pushes/<id>/context; remove the push dir.

@@ -35,6 +35,7 @@ type Service struct {
 
 	preparer Preparer
 	floor    FloorChecker
+	contexts ContextStore
 
 	mu     sync.Mutex
 	builds *builds // set once RunBuilds runs
@@ -59,6 +60,11 @@ type Config struct {
 	Floor FloorChecker
 	// DataDir holds push uploads and build contexts (under pushes/).
 	DataDir string
+	// Contexts, when set, keeps each push's tarball until its build ends,
+	// where every controller reads it: the build then runs on whichever
+	// controller holds the build duty. Nil keeps build contexts under
+	// DataDir, for the one controller.
+	Contexts ContextStore
 	// OnBuild, when set, is told how each build ended (published, failed,
 	// platform_error) and how long it took (metrics).
 	OnBuild func(outcome string, d time.Duration)
@@ -71,7 +77,7 @@ func New(cfg Config) *Service {
 		onBuild = func(string, time.Duration) {}
 	}
 	return &Service{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, jobs: cfg.Jobs, dataDir: cfg.DataDir,
-		preparer: cfg.Preparer, floor: cfg.Floor, bgCtx: bg, bgCancel: cancel, onBuild: onBuild}
+		preparer: cfg.Preparer, floor: cfg.Floor, contexts: cfg.Contexts, bgCtx: bg, bgCancel: cancel, onBuild: onBuild}
 }
 
 // Get finds a project of the account; another account's project is not found.

@@ -71,7 +71,20 @@ func (s *Service) Push(ctx context.Context, accountID, name string, body io.Read
 		}
 	}()
 	counted := &countingReader{r: body, limit: MaxPushBytes}
-	tree, err := tarball.Extract(ctx, counted, ctxDir, tarball.Limits{})
+	var src io.Reader = counted
+	var kept *os.File // the tarball as sent, for a shared context store
+	if s.contexts != nil {
+		if kept, err = os.Create(filepath.Join(dir, "context.tar.gz")); err != nil {
+			return nil, fmt.Errorf("push dir: %w", err)
+		}
+		defer kept.Close()
+		src = io.TeeReader(counted, kept)
+	}
+	tree, err := tarball.Extract(ctx, src, ctxDir, tarball.Limits{})
+	if err == nil && kept != nil {
+		// The gzip trailer after the tar's end belongs to the tarball too.
+		_, err = io.Copy(io.Discard, src)
+	}
 	if counted.over {
 		return nil, fault.New(fault.KindTooLarge, "push_too_large",
 			"Push at most 100 MB of gzip: leave data out of the tarball and fetch it at run time (data_sources) or upload it as an artifact.",
@@ -116,6 +129,13 @@ func (s *Service) Push(ctx context.Context, accountID, name string, body io.Read
 	}
 	indexJSON, _ := json.Marshal(index)
 	manifestJSON, _ := json.Marshal(m)
+	if kept != nil {
+		// The build may run on another controller: it reads the tarball
+		// from the shared store, and nothing stays here.
+		if ctxDir, err = s.shareContext(ctx, kept.Name()); err != nil {
+			return nil, err
+		}
+	}
 	pu, err := s.store.PushCreate(ctx, &store.PushCreateParams{
 		ID: pushID, ProjectID: p.ID, AccountID: accountID, ContentHash: hash, SizeBytes: counted.n,
 		TarballDiff: diffJSON, FileIndex: indexJSON, Manifest: manifestJSON, ContextDir: ctxDir, Now: s.clock.Now(),
@@ -127,13 +147,8 @@ func (s *Service) Push(ctx context.Context, accountID, name string, body io.Read
 	if err != nil {
 		return nil, fmt.Errorf("record push: %w", err)
 	}
-	keep = true
-	s.mu.Lock()
-	b := s.builds
-	s.mu.Unlock()
-	if b != nil {
-		b.wake()
-	}
+	keep = kept == nil
+	s.WakeBuilds()
 	return &PushOutcome{Push: pu, Manifest: m, SizeBytes: counted.n, TarballDiff: diffJSON}, nil
 }
 

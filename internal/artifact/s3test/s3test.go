@@ -113,13 +113,26 @@ func Start(t testing.TB) *Server {
 	return &Server{Endpoint: "http://" + addr, Root: root}
 }
 
-// Blob returns a blob store in a fresh bucket of s under prefix.
-func (s *Server) Blob(t testing.TB, prefix string) *s3blob.S3 {
+// Bucket makes a fresh bucket and returns its name.
+func (s *Server) Bucket(t testing.TB) string {
 	t.Helper()
 	bucket := fmt.Sprintf("b%d", time.Now().UnixNano())
 	if err := os.Mkdir(filepath.Join(s.Root, bucket), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return bucket
+}
+
+// Env is the environment a process needs to reach s: the credentials, as
+// AWS_ variables.
+func (s *Server) Env() []string {
+	return []string{"AWS_ACCESS_KEY_ID=" + accessKey, "AWS_SECRET_ACCESS_KEY=" + secretKey}
+}
+
+// Blob returns a blob store in a fresh bucket of s under prefix.
+func (s *Server) Blob(t testing.TB, prefix string) *s3blob.S3 {
+	t.Helper()
+	bucket := s.Bucket(t)
 	b, err := s3blob.NewS3(context.Background(), s3blob.S3Config{Endpoint: s.Endpoint, Region: region, Bucket: bucket,
 		Prefix: prefix, AccessKey: accessKey, SecretKey: secretKey, PartSize: 5 << 20})
 	if err != nil {

@@ -12,6 +12,10 @@ import (
 // events commit, on any controller.
 const EventChannel = "skiff_job_events"
 
+// PushChannel is the channel migration 019's trigger notifies when a push
+// is recorded, on any controller.
+const PushChannel = "skiff_pushes"
+
 // Listen calls wake on every notification of channel on the database at
 // url until ctx ends, on a connection of its own. It reconnects after a
 // failure (calling wake once connected again, since notifications sent

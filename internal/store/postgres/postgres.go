@@ -35,7 +35,32 @@ func Open(ctx context.Context, url string) (*sqldb.DB, error) {
 		Read:              db,
 		Overrides:         overrides,
 		IsUniqueViolation: isUniqueViolation,
+		MigrationLock:     func(ctx context.Context) (func(), error) { return migrationLock(ctx, db) },
 	})
+}
+
+// migrationLockKey is 0x736b6966 ("skif") << 8 | 2; 1 is the event
+// numbering lock of migration 015.
+const migrationLockKey = 495723308546
+
+// migrationLock holds a session advisory lock on a connection of its own
+// until released, so that controllers starting together migrate one after
+// the other (the later ones then find nothing to apply).
+func migrationLock(ctx context.Context, db *sql.DB) (func(), error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLockKey)); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return func() {
+		// Unlocking on a closed session is implicit: closing the
+		// connection ends it. Unlock first so a pooled reuse is clean.
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLockKey))
+		_ = conn.Close()
+	}, nil
 }
 
 func isUniqueViolation(err error) bool {

@@ -2,7 +2,9 @@ package sqldb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,10 +16,20 @@ func (db *DB) Migrate(ctx context.Context, now time.Time) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if lock := db.engine.MigrationLock; lock != nil {
+		release, err := lock(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("migration lock: %w", err)
+		}
+		defer release()
+	}
 	w := db.engine.Write
 	if _, err := w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 		return nil, fmt.Errorf("create schema_migrations: %w", err)
+	}
+	if err := db.refuseNewer(ctx, ms); err != nil {
+		return nil, err
 	}
 	var applied []string
 	for _, m := range ms {
@@ -71,4 +83,39 @@ func (db *DB) Migrated(ctx context.Context) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// ErrSchemaNewer is a database migrated by a newer version than this one.
+var ErrSchemaNewer = errors.New("the database schema is newer than this version knows")
+
+// refuseNewer fails when the database records a migration this version
+// does not have: a newer controller migrated it, and this one would read
+// and write a schema it does not know.
+func (db *DB) refuseNewer(ctx context.Context, known []migration) error {
+	rows, err := db.engine.Write.QueryContext(ctx, `SELECT name FROM schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("applied migrations: %w", err)
+	}
+	defer rows.Close()
+	names := make(map[string]bool, len(known))
+	for _, m := range known {
+		names[m.name] = true
+	}
+	var unknown []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		if !names[n] {
+			unknown = append(unknown, n)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("%w: it has %s; upgrade this binary", ErrSchemaNewer, strings.Join(unknown, ", "))
+	}
+	return nil
 }

@@ -29,6 +29,10 @@ type Engine struct {
 	Overrides fs.FS
 	// IsUniqueViolation recognises the engine's unique-constraint error.
 	IsUniqueViolation func(error) bool
+	// MigrationLock, when set, is held while Migrate runs, so that
+	// several processes migrating one database at once apply each
+	// migration once and wait for each other instead of failing.
+	MigrationLock func(ctx context.Context) (release func(), err error)
 }
 
 // DB is a store.Store.

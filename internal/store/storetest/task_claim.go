@@ -121,6 +121,18 @@ func testTaskClaimFit(t *testing.T, s store.Store) {
 // testTaskClaimConcurrent has many claimers race for the same queue: every
 // task is claimed exactly once, and none fails.
 func testTaskClaimConcurrent(t *testing.T, s store.Store) {
+	claimRace(t, []store.Store{s})
+}
+
+// ClaimRaceAcrossStores is the same race over several stores on one
+// database, each with its own connection pool: controllers dispatching at
+// once, with no leader. The first store is seeded.
+func ClaimRaceAcrossStores(t *testing.T, stores []store.Store) {
+	claimRace(t, stores)
+}
+
+func claimRace(t *testing.T, stores []store.Store) {
+	s := stores[0]
 	f := setupJobs(t, s)
 	const jobs, perJob, claimers = 3, 100, 16
 	want := map[string]bool{}
@@ -141,6 +153,7 @@ func testTaskClaimConcurrent(t *testing.T, s store.Store) {
 		go func() {
 			defer wg.Done()
 			host := fmt.Sprintf("wkr_%d", c)
+			s := stores[c%len(stores)]
 			for {
 				task, att, err := s.TaskClaim(ctx(t), &store.TaskClaimParams{HostID: host, AttemptID: id.New(id.Attempt), Now: t0})
 				if errors.Is(err, store.ErrNotFound) {

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/skiffhq/skiff/internal/artifact"
+	"github.com/skiffhq/skiff/internal/imagestore"
+	"github.com/skiffhq/skiff/internal/project"
+)
+
+// sharedBytes are what several controllers keep in the shared blob store
+// (docs/scaling.md): build contexts, so that a push accepted by one builds
+// on whichever holds the build duty, and images, so that any controller
+// hands them to its hosts. Both nil without a shared store.
+type sharedBytes struct {
+	contexts project.ContextStore
+	images   *imagestore.Shared
+}
+
+func openShared(ctx context.Context, f *serverFlags, imagesDir string, log *slog.Logger) (sharedBytes, error) {
+	var sb sharedBytes
+	pushes, err := f.artifacts.sharedBlob(ctx, "pushes")
+	if err != nil {
+		return sb, fmt.Errorf("shared build contexts: %w", err)
+	}
+	imgs, err := f.artifacts.sharedBlob(ctx, "images")
+	if err != nil {
+		return sb, fmt.Errorf("shared images: %w", err)
+	}
+	if pushes == nil || imgs == nil {
+		if f.databaseURL != "" {
+			log.Warn("no shared blob store (--artifact-store s3://...): build contexts and images stay on the controller " +
+				"that made them, so with several controllers pushes and tasks may fail on the others")
+		}
+		return sb, nil
+	}
+	sb.contexts = artifact.Files{Blob: pushes, Limit: project.MaxPushBytes}
+	sb.images = &imagestore.Shared{Root: imagesDir, Blob: imgs, Log: log.With("component", "images")}
+	return sb, nil
+}
+
+// publishingBuilder publishes each image it builds to the shared store
+// before the push is recorded published, so no host asks for an image the
+// other controllers cannot fetch.
+type publishingBuilder struct {
+	project.ImageBuilder
+	images *imagestore.Shared
+}
+
+func (p publishingBuilder) Build(ctx context.Context, req project.BuildRequest) (*project.BuildResult, error) {
+	res, err := p.ImageBuilder.Build(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.images.Publish(ctx, res.ImageDigest); err != nil {
+		return nil, fmt.Errorf("publish image to the shared store: %w", err)
+	}
+	return res, nil
+}

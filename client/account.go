@@ -21,7 +21,7 @@ func (c *Client) Ledger(ctx context.Context, entryType string) iter.Seq2[apiv1.L
 	if entryType != "" {
 		q.Set("entry_type", entryType)
 	}
-	return pages(ctx, q, 200, func(ctx context.Context, q url.Values) ([]apiv1.LedgerEntry, int, error) {
+	return pages(ctx, c, q, 200, func(ctx context.Context, q url.Values) ([]apiv1.LedgerEntry, int, error) {
 		var out apiv1.LedgerPage
 		err := c.get(ctx, "/api/v1/account/ledger", q, &out)
 		return out.Entries, out.Total, err
@@ -30,7 +30,7 @@ func (c *Client) Ledger(ctx context.Context, entryType string) iter.Seq2[apiv1.L
 
 // Holds walks the account's holds, newest first.
 func (c *Client) Holds(ctx context.Context) iter.Seq2[apiv1.Hold, error] {
-	return pages(ctx, nil, 200, func(ctx context.Context, q url.Values) ([]apiv1.Hold, int, error) {
+	return pages(ctx, c, nil, 200, func(ctx context.Context, q url.Values) ([]apiv1.Hold, int, error) {
 		var out apiv1.HoldPage
 		err := c.get(ctx, "/api/v1/account/holds", q, &out)
 		return out.Holds, out.Total, err
@@ -39,7 +39,7 @@ func (c *Client) Holds(ctx context.Context) iter.Seq2[apiv1.Hold, error] {
 
 // Quotes walks the account's quotes, newest first.
 func (c *Client) Quotes(ctx context.Context) iter.Seq2[apiv1.Quote, error] {
-	return pages(ctx, nil, 200, func(ctx context.Context, q url.Values) ([]apiv1.Quote, int, error) {
+	return pages(ctx, c, nil, 200, func(ctx context.Context, q url.Values) ([]apiv1.Quote, int, error) {
 		var out apiv1.QuotePage
 		err := c.get(ctx, "/api/v1/account/quotes", q, &out)
 		return out.Quotes, out.Total, err

@@ -71,7 +71,7 @@ func (c *Client) DeleteArtifact(ctx context.Context, id string) (*apiv1.Artifact
 
 // Artifacts walks the account's artifacts, newest first.
 func (c *Client) Artifacts(ctx context.Context) iter.Seq2[apiv1.Artifact, error] {
-	return pages(ctx, nil, 200, func(ctx context.Context, q url.Values) ([]apiv1.Artifact, int, error) {
+	return pages(ctx, c, nil, 200, func(ctx context.Context, q url.Values) ([]apiv1.Artifact, int, error) {
 		var out apiv1.ArtifactList
 		err := c.get(ctx, "/api/v1/artifacts", q, &out)
 		return out.Artifacts, out.Total, err

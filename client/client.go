@@ -32,6 +32,7 @@ type Client struct {
 	maxWait    time.Duration
 	sleep      func(ctx context.Context, d time.Duration) error
 	userAgent  string
+	pageSize   int // 0: each list's largest page
 }
 
 // Option configures a Client.
@@ -54,6 +55,10 @@ func WithRetries(n int, maxWait time.Duration) Option {
 func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(c *Client) { c.sleep = sleep }
 }
+
+// WithPageSize sets the page size of the list iterators (0: each list's
+// largest).
+func WithPageSize(n int) Option { return func(c *Client) { c.pageSize = n } }
 
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }

@@ -93,6 +93,15 @@ func readError(resp *http.Response) *Error {
 		e.Envelope = envelopeOf("", msg, "")
 	} else {
 		e.Envelope, e.Quote, e.PaymentRequired = body.Error, body.Quote, body.PaymentRequired
+		if q, ok := body.Details["quote"]; ok && e.Quote == nil {
+			// A shortfall names its quote among the details.
+			if b, err := json.Marshal(q); err == nil {
+				var quote apiv1.Quote
+				if json.Unmarshal(b, &quote) == nil && quote.ID != "" {
+					e.Quote = &quote
+				}
+			}
+		}
 	}
 	if s, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && s >= 0 {
 		e.RetryAfter = time.Duration(s) * time.Second

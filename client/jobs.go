@@ -80,7 +80,7 @@ func (f JobFilter) query() url.Values {
 
 // Jobs walks the account's jobs, newest first, a page at a time.
 func (c *Client) Jobs(ctx context.Context, f JobFilter) iter.Seq2[apiv1.JobListEntry, error] {
-	return pages(ctx, f.query(), 200, func(ctx context.Context, q url.Values) ([]apiv1.JobListEntry, int, error) {
+	return pages(ctx, c, f.query(), 200, func(ctx context.Context, q url.Values) ([]apiv1.JobListEntry, int, error) {
 		var out apiv1.JobList
 		err := c.get(ctx, "/api/v1/jobs", q, &out)
 		return out.Jobs, out.Total, err
@@ -98,7 +98,7 @@ func (c *Client) JobsPage(ctx context.Context, f JobFilter, limit, offset int) (
 
 // Tasks walks a job's tasks in index order.
 func (c *Client) Tasks(ctx context.Context, jobID string) iter.Seq2[apiv1.Task, error] {
-	return pages(ctx, nil, apiv1.TaskPageMaxLimit, func(ctx context.Context, q url.Values) ([]apiv1.Task, int, error) {
+	return pages(ctx, c, nil, apiv1.TaskPageMaxLimit, func(ctx context.Context, q url.Values) ([]apiv1.Task, int, error) {
 		var out apiv1.TaskList
 		err := c.get(ctx, "/api/v1/jobs/"+esc(jobID)+"/tasks", q, &out)
 		return out.Tasks, int(out.Total), err
@@ -153,7 +153,7 @@ func (c *Client) Result(ctx context.Context, jobID string) (*apiv1.JobResult, er
 
 // ResultTasks walks every task of a job's result.
 func (c *Client) ResultTasks(ctx context.Context, jobID string) iter.Seq2[apiv1.ResultTask, error] {
-	return pages(ctx, nil, 1000, func(ctx context.Context, q url.Values) ([]apiv1.ResultTask, int, error) {
+	return pages(ctx, c, nil, 1000, func(ctx context.Context, q url.Values) ([]apiv1.ResultTask, int, error) {
 		var out apiv1.JobResult
 		err := c.get(ctx, "/api/v1/results/"+esc(jobID), q, &out)
 		return out.Results, int(out.TaskCount), err
@@ -179,7 +179,7 @@ func (c *Client) Results(ctx context.Context, f ResultFilter) iter.Seq2[apiv1.Re
 	if f.Tag != "" {
 		q.Set("tag", f.Tag)
 	}
-	return pages(ctx, q, 100, func(ctx context.Context, q url.Values) ([]apiv1.ResultListEntry, int, error) {
+	return pages(ctx, c, q, 100, func(ctx context.Context, q url.Values) ([]apiv1.ResultListEntry, int, error) {
 		var out apiv1.ResultList
 		err := c.get(ctx, "/api/v1/results", q, &out)
 		return out.Results, out.Total, err

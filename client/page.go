@@ -9,7 +9,10 @@ import (
 
 // pages walks a limit/offset list: fetch returns one page's items and the
 // total; the walk stops at the total, at a short page or at an error.
-func pages[T any](ctx context.Context, q url.Values, limit int, fetch func(ctx context.Context, q url.Values) ([]T, int, error)) iter.Seq2[T, error] {
+func pages[T any](ctx context.Context, c *Client, q url.Values, limit int, fetch func(ctx context.Context, q url.Values) ([]T, int, error)) iter.Seq2[T, error] {
+	if c.pageSize > 0 {
+		limit = c.pageSize
+	}
 	return func(yield func(T, error) bool) {
 		offset := 0
 		for {

@@ -169,7 +169,8 @@ func readFrame(rd *bufio.Reader) (Frame, error) {
 		}
 		line = strings.TrimRight(line, "\r\n")
 		if line == "" {
-			if seen {
+			// A block without data (a retry hint) is not an event.
+			if seen && data != nil {
 				f.Data = json.RawMessage(strings.Join(data, "\n"))
 				if f.Event == "" {
 					f.Event = "message"

@@ -1,0 +1,110 @@
+package apitest
+
+import (
+	"errors"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// Publish gives the account's project a published revision without a
+// build, so that jobs can be submitted to it.
+func (e *Env) Publish(tb testing.TB, accountID, name string) {
+	tb.Helper()
+	ctx, db, now := tb.Context(), e.Store, e.Clock.Now()
+	p, err := db.ProjectGetByName(ctx, accountID, name)
+	if err != nil {
+		tb.Fatalf("project %s: %v", name, err)
+	}
+	pu, err := db.PushCreate(ctx, &store.PushCreateParams{ID: id.New(id.Push), ProjectID: p.ID, AccountID: accountID,
+		ContentHash: "sha256:" + strings.Repeat("a", 64), SizeBytes: 1, Now: now})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := db.PushStart(ctx, pu.ID, now); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := db.PushFinish(ctx, &store.PushFinishParams{ID: pu.ID, Status: store.PushPublished,
+		ImageDigest: "sha256:" + strings.Repeat("d", 64), Now: now}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Grant credits the account micros of micro-USD.
+func (e *Env) Grant(tb testing.TB, accountID string, micros int64) {
+	tb.Helper()
+	if _, err := e.Billing.GrantCredit(tb.Context(), accountID, micros, "test credit"); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Worker plays a host for tests where no sandbox runs: it claims queued
+// tasks and reports their attempts through the job service, as the agent
+// protocol would. It is a stand-in for a host, named as such.
+type Worker struct {
+	e *Env
+	// Attempt is the attempt claimed last.
+	Attempt *store.Attempt
+}
+
+// Worker returns a stand-in host.
+func (e *Env) Worker() *Worker { return &Worker{e: e} }
+
+// Claim takes the next queued task and starts its attempt; false when none
+// is queued.
+func (w *Worker) Claim(tb testing.TB) bool {
+	tb.Helper()
+	ctx := tb.Context()
+	_, a, err := w.e.Jobs.Claim(ctx, &store.TaskClaimParams{HostID: "wkr_test", AttemptID: id.New(id.Attempt),
+		ResourceProfile: json.RawMessage(`{}`), FreeCPU: 64, FreeMemoryMB: 1 << 20, FreeGPUs: 8, Now: w.e.Clock.Now()})
+	if errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		tb.Fatalf("claim: %v", err)
+	}
+	if err := w.e.Jobs.AttemptStarted(ctx, a, w.e.Clock.Now()); err != nil {
+		tb.Fatal(err)
+	}
+	w.Attempt = a
+	return true
+}
+
+// Progress reports a SKIFF_PROGRESS object and the output tail.
+func (w *Worker) Progress(tb testing.TB, progress, tail string) {
+	tb.Helper()
+	if err := w.e.Jobs.AttemptProgress(tb.Context(), w.Attempt, json.RawMessage(progress), tail); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Finish ends the attempt after d with exit code, result (JSON, "" none)
+// and output.
+func (w *Worker) Finish(tb testing.TB, d time.Duration, exit int, result, stdout, stderr string) {
+	tb.Helper()
+	start := w.e.Clock.Now()
+	w.e.Clock.Advance(d)
+	o := agentproto.Outcome{ExitCode: exit, Stdout: stdout, Stderr: stderr, StartedAt: start, EndedAt: w.e.Clock.Now()}
+	if result != "" {
+		o.Result = json.RawMessage(result)
+	}
+	if err := w.e.Jobs.AttemptFinished(tb.Context(), w.Attempt, &o, nil, stdout); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// RunAll claims and finishes every queued task with exit code exit.
+func (w *Worker) RunAll(tb testing.TB, exit int, result string) int {
+	tb.Helper()
+	n := 0
+	for w.Claim(tb) {
+		w.Finish(tb, time.Second, exit, result, "ran\n", "")
+		n++
+	}
+	return n
+}

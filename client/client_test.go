@@ -279,7 +279,6 @@ func TestJobsStreamsAndResults(t *testing.T) {
 	})
 }
 
-
 // Paging: the iterators walk every page.
 func TestPaging(t *testing.T) {
 	forEngine(t, apitest.Options{}, func(t *testing.T, e *apitest.Env) {

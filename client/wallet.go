@@ -50,7 +50,9 @@ func (w *Wallet) sign(hash []byte) string {
 }
 
 // PersonalSign signs msg with EIP-191 personal_sign.
-func (w *Wallet) PersonalSign(msg string) string { return w.sign(payment.PersonalMessageHash([]byte(msg))) }
+func (w *Wallet) PersonalSign(msg string) string {
+	return w.sign(payment.PersonalMessageHash([]byte(msg)))
+}
 
 // PaymentSignature signs an EIP-3009 authorization for the first "exact"
 // requirement and returns the PAYMENT-SIGNATURE value.

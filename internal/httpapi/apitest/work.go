@@ -1,8 +1,8 @@
 package apitest
 
 import (
-	"errors"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"

@@ -140,8 +140,7 @@ func (c *Client) do(ctx context.Context, r *request) (*http.Response, error) {
 		}
 		apiErr := readError(resp)
 		switch {
-		case (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) &&
-			try < c.maxRetries && !r.noRetry:
+		case retryable(resp.StatusCode, apiErr) && try < c.maxRetries && !r.noRetry:
 			if err := c.sleep(ctx, c.backoff(try, apiErr.RetryAfter)); err != nil {
 				return nil, err
 			}
@@ -158,6 +157,18 @@ func (c *Client) do(ctx context.Context, r *request) (*http.Response, error) {
 		}
 		return nil, apiErr
 	}
+}
+
+// retryable: a 429, or a 503 other than a feature the server has not
+// configured (waiting would not change that answer).
+func retryable(status int, e *Error) bool {
+	switch status {
+	case http.StatusTooManyRequests:
+		return true
+	case http.StatusServiceUnavailable:
+		return !strings.HasSuffix(e.Envelope.Code, "_not_configured")
+	}
+	return false
 }
 
 // backoff is Retry-After when the server sent one, else 0.5 s doubling,

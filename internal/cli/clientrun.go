@@ -287,16 +287,16 @@ func printResult(w io.Writer, res *apiv1.JobResult) {
 
 // liveView is the live display of a job.
 type liveView struct {
-	id          string
-	tty, quiet  bool
-	w           io.Writer
-	job         *apiv1.Job
-	tasks       map[int64]*apiv1.Task
-	counts      map[string]int64
-	total       int64
-	start       time.Time
-	drawn       int // lines of the last frame drawn (tty)
-	closed      bool
+	id         string
+	tty, quiet bool
+	w          io.Writer
+	job        *apiv1.Job
+	tasks      map[int64]*apiv1.Task
+	counts     map[string]int64
+	total      int64
+	start      time.Time
+	drawn      int // lines of the last frame drawn (tty)
+	closed     bool
 }
 
 func (v *liveView) apply(f client.Frame) {

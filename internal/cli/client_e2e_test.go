@@ -331,3 +331,5 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+func clientJobFilter() client.JobFilter { return client.JobFilter{} }

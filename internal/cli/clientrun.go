@@ -189,7 +189,14 @@ func (e *env) follow(ctx context.Context, c *client.Client, id string, asJSON bo
 	for {
 		select {
 		case f := <-frames:
-			v.apply(f)
+			if v.apply(f) {
+				// A task ended: its attempt was metered, so the job's cost
+				// moved, which only the job object says.
+				if j, err := c.Job(ctx, id); err == nil {
+					v.job = j
+					v.redraw()
+				}
+			}
 		case err := <-streamErr:
 			if !errors.Is(err, io.EOF) {
 				return err
@@ -299,12 +306,14 @@ type liveView struct {
 	closed     bool
 }
 
-func (v *liveView) apply(f client.Frame) {
+// apply updates the view with a frame; true when a task reached a
+// terminal status.
+func (v *liveView) apply(f client.Frame) (taskEnded bool) {
 	switch f.Event {
 	case apiv1.FrameSnapshot:
 		var s apiv1.JobStreamSnapshot
 		if f.Decode(&s) != nil {
-			return
+			return false
 		}
 		v.job, v.total, v.counts = s.Job, s.TaskCount, s.TaskCounts
 		for i := range s.Tasks {
@@ -314,7 +323,7 @@ func (v *liveView) apply(f client.Frame) {
 	case apiv1.FrameJob:
 		var jf apiv1.JobFrame
 		if f.Decode(&jf) != nil || jf.Job == nil {
-			return
+			return false
 		}
 		if v.job == nil || v.job.Status != jf.Job.Status {
 			v.line("job %s: %s%s", v.id, jf.Job.Status, costText(jf.Job))
@@ -323,7 +332,7 @@ func (v *liveView) apply(f client.Frame) {
 	case apiv1.FrameTask:
 		var tf apiv1.TaskFrame
 		if f.Decode(&tf) != nil {
-			return
+			return false
 		}
 		t := tf.Task
 		old, seen := v.tasks[t.Index]
@@ -339,6 +348,7 @@ func (v *liveView) apply(f client.Frame) {
 				msg += ": " + lastLine(*t.Error)
 			}
 			v.line("%s", msg)
+			taskEnded = t.Status == "succeeded" || t.Status == "failed" || t.Status == "cancelled"
 		}
 		v.tasks[t.Index] = &t
 		if p := progressText(t.LatestProgress); p != "" && (!seen || string(old.LatestProgress) != string(t.LatestProgress)) {
@@ -357,6 +367,7 @@ func (v *liveView) apply(f client.Frame) {
 		}
 	}
 	v.redraw()
+	return taskEnded
 }
 
 // line prints one plain line (only when not drawing on a terminal).

@@ -304,6 +304,7 @@ type liveView struct {
 	start      time.Time
 	drawn      int // lines of the last frame drawn (tty)
 	closed     bool
+	shown      string // the job status last printed (plain lines)
 }
 
 // apply updates the view with a frame; true when a task reached a
@@ -315,7 +316,7 @@ func (v *liveView) apply(f client.Frame) (taskEnded bool) {
 		if f.Decode(&s) != nil {
 			return false
 		}
-		v.job, v.total, v.counts = s.Job, s.TaskCount, s.TaskCounts
+		v.job, v.total, v.counts, v.shown = s.Job, s.TaskCount, s.TaskCounts, s.Job.Status
 		for i := range s.Tasks {
 			v.tasks[s.Tasks[i].Index] = &s.Tasks[i]
 		}
@@ -325,8 +326,9 @@ func (v *liveView) apply(f client.Frame) (taskEnded bool) {
 		if f.Decode(&jf) != nil || jf.Job == nil {
 			return false
 		}
-		if v.job == nil || v.job.Status != jf.Job.Status {
+		if v.shown != jf.Job.Status {
 			v.line("job %s: %s%s", v.id, jf.Job.Status, costText(jf.Job))
+			v.shown = jf.Job.Status
 		}
 		v.job = jf.Job
 	case apiv1.FrameTask:

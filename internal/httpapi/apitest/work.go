@@ -1,8 +1,10 @@
 package apitest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -107,4 +109,38 @@ func (w *Worker) RunAll(tb testing.TB, exit int, result string) int {
 		n++
 	}
 	return n
+}
+
+// Serve runs every task queued until ctx ends, polling every interval: each
+// attempt succeeds after a second with the result {"echo": payload} and
+// prints "ran <index>". For tests whose client (another process) waits for
+// jobs to end.
+func (w *Worker) Serve(ctx context.Context, interval time.Duration) error {
+	for {
+		for {
+			task, a, err := w.e.Jobs.Claim(ctx, &store.TaskClaimParams{HostID: "wkr_test", AttemptID: id.New(id.Attempt),
+				ResourceProfile: json.RawMessage(`{}`), FreeCPU: 64, FreeMemoryMB: 1 << 20, FreeGPUs: 8, Now: w.e.Clock.Now()})
+			if errors.Is(err, store.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			start := w.e.Clock.Now()
+			if err := w.e.Jobs.AttemptStarted(ctx, a, start); err != nil {
+				return err
+			}
+			res, _ := json.Marshal(map[string]json.RawMessage{"echo": task.Payload})
+			out := fmt.Sprintf("ran %d\n", task.Index)
+			o := agentproto.Outcome{Result: res, Stdout: out, StartedAt: start, EndedAt: start.Add(time.Second)}
+			if err := w.e.Jobs.AttemptFinished(ctx, a, &o, nil, out); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
 }

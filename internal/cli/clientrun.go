@@ -136,22 +136,43 @@ func (e *env) submission(ctx context.Context, c *client.Client, arg, project, ty
 	}
 	if body["runner_command"] == nil {
 		name, _ := body["project"].(string)
-		p, err := c.Project(ctx, name)
+		cmd, err := entrypoint(ctx, c, name, arg)
 		if err != nil {
 			return nil, err
 		}
-		var m struct {
-			Entrypoint struct {
-				Command []string `json:"command"`
-			} `json:"entrypoint"`
-		}
-		_ = json.Unmarshal(p.Manifest, &m)
-		if len(m.Entrypoint.Command) == 0 {
-			return nil, &exitError{exitUsage, fmt.Errorf("project %s has no entrypoint yet: push it first, or pass --command", name)}
-		}
-		body["runner_command"] = m.Entrypoint.Command
+		body["runner_command"] = cmd
 	}
 	return body, nil
+}
+
+// entrypoint is the runner command of the project's manifest: the
+// skiff.project.json beside the payload file or in the current directory
+// (the API does not show a pushed manifest), else the project's own.
+func entrypoint(ctx context.Context, c *client.Client, project, payloadArg string) ([]string, error) {
+	var m struct {
+		Entrypoint struct {
+			Command []string `json:"command"`
+		} `json:"entrypoint"`
+	}
+	var dirs []string
+	if payloadArg != "-" && !strings.HasPrefix(strings.TrimSpace(payloadArg), "{") {
+		dirs = append(dirs, filepath.Dir(payloadArg))
+	}
+	dirs = append(dirs, ".")
+	for _, d := range dirs {
+		if b, err := os.ReadFile(filepath.Join(d, "skiff.project.json")); err == nil && json.Unmarshal(b, &m) == nil &&
+			len(m.Entrypoint.Command) > 0 {
+			return m.Entrypoint.Command, nil
+		}
+	}
+	p, err := c.Project(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	if json.Unmarshal(p.Manifest, &m) == nil && len(m.Entrypoint.Command) > 0 {
+		return m.Entrypoint.Command, nil
+	}
+	return nil, &exitError{exitUsage, fmt.Errorf("no runner command: pass --command, or run beside the project's skiff.project.json")}
 }
 
 // follow shows a job live until it ends, then its result. It returns an

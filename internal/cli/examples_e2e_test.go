@@ -45,13 +45,41 @@ func TestExamplesEndToEnd(t *testing.T) {
 	c := srv.client(t, key)
 
 	t.Run("hello", func(t *testing.T) {
-		files := exampleFiles(t, "hello", "Dockerfile", "skiff.project.json")
-		files["runner"] = string(buildExample(t, "hello"))
-		pushExample(t, c, "hello", files)
-		id := submitExample(t, c, `{"project": "hello", "runner_command": ["/runner"], "payload": {"name": "Ada", "repeat": 2}}`)
-		if job := waitJSON(t, c, "/api/v1/jobs/"+id, time.Minute, jobEnded); job["status"] != "completed" {
-			t.Fatalf("job: %v", job)
+		// As the README's first steps do it: skiff push of the example's
+		// directory (its .dockerignore leaves the Go source out), then
+		// skiff run, which follows the job and prints its result.
+		dir := t.TempDir()
+		for name, body := range exampleFiles(t, "hello", "Dockerfile", "skiff.project.json", ".dockerignore", "main.go") {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
+		if err := os.WriteFile(filepath.Join(dir, "runner"), buildExample(t, "hello"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		user := []string{"SKIFF_URL=" + srv.URL, "SKIFF_TOKEN=" + key, "XDG_CONFIG_HOME=" + t.TempDir()}
+		push := skiff(t, user, "push", dir, "--project", "hello")
+		if push.code != 0 || !strings.Contains(push.stdout, "Published psh_") {
+			t.Fatalf("skiff push: exit %d\n%s\n%s", push.code, push.stdout, push.stderr)
+		}
+		payload := filepath.Join(t.TempDir(), "payload.json")
+		if err := os.WriteFile(payload, []byte(`{"name": "Ada", "repeat": 2}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run := skiff(t, user, "run", "--project", "hello", "--command", "/runner", "--json", payload)
+		if run.code != 0 {
+			t.Fatalf("skiff run: exit %d\n%s\n%s", run.code, run.stdout, run.stderr)
+		}
+		var out struct {
+			Job    map[string]any `json:"job"`
+			Result struct {
+				Results []map[string]any `json:"results"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(run.stdout), &out); err != nil || len(out.Result.Results) != 1 {
+			t.Fatalf("skiff run --json: %v\n%s", err, run.stdout)
+		}
+		id, _ := out.Job["id"].(string)
 		task := c.Get(t, "/api/v1/jobs/"+id+"/tasks").Object(t, http.StatusOK)["tasks"].([]any)[0].(map[string]any)
 		res, _ := task["result"].(map[string]any)
 		if res["greeting"] != "hello, Ada\nhello, Ada" || res["letters"] != float64(3) || res["task_id"] != task["id"] {
@@ -60,8 +88,8 @@ func TestExamplesEndToEnd(t *testing.T) {
 		if p, _ := json.Marshal(task["latest_progress"]); string(p) != `{"pct":100,"stage":"greeting"}` {
 			t.Errorf("latest_progress: %s", p)
 		}
-		if out := c.Get(t, "/api/v1/jobs/"+id+"/output").Object(t, http.StatusOK); !strings.Contains(out["output"].(string), "hello, Ada") {
-			t.Errorf("output: %v", out)
+		if logs := skiff(t, user, "jobs", "logs", id); !strings.Contains(logs.stdout, "hello, Ada") {
+			t.Errorf("skiff jobs logs: %+v", logs)
 		}
 	})
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/build/buildtest"
-	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 )
 
 // TestExamplesEndToEnd pushes the projects under examples/ as a user would
@@ -97,13 +96,21 @@ func TestExamplesEndToEnd(t *testing.T) {
 		if !python {
 			t.Skip("skipping the Python example (a Debian and python3 base image) in -short mode")
 		}
-		pushExample(t, c, "sweep", exampleFiles(t, "python-sweep", "Dockerfile", "skiff.project.json", "main.py"))
-		body := exampleFiles(t, "python-sweep", "sweep.json")["sweep.json"]
-		id := submitExample(t, c, body)
-		job := waitJSON(t, c, "/api/v1/jobs/"+id, 2*time.Minute, jobEnded)
-		if job["status"] != "completed" {
-			t.Fatalf("job: %v\ntasks: %s", job, c.Get(t, "/api/v1/jobs/"+id+"/tasks").Body)
+		// The example's directory as it is, and its sweep.json, a whole
+		// submission, through the CLI.
+		example := filepath.Join("..", "..", "examples", "python-sweep")
+		user := []string{"SKIFF_URL=" + srv.URL, "SKIFF_TOKEN=" + key, "XDG_CONFIG_HOME=" + t.TempDir()}
+		if push := skiff(t, user, "push", example, "--project", "sweep"); push.code != 0 {
+			t.Fatalf("skiff push: exit %d\n%s\n%s", push.code, push.stdout, push.stderr)
 		}
+		run := skiff(t, user, "run", "--json", filepath.Join(example, "sweep.json"))
+		var out struct {
+			Job map[string]any `json:"job"`
+		}
+		if err := json.Unmarshal([]byte(run.stdout), &out); err != nil || run.code != 0 {
+			t.Fatalf("skiff run: exit %d, %v\n%s\n%s", run.code, err, run.stdout, run.stderr)
+		}
+		job := out.Job
 		summary, _ := job["summary"].(map[string]any)
 		if counts, _ := summary["task_outcome_counts"].(map[string]any); counts["succeeded"] != float64(4) {
 			t.Errorf("task_outcome_counts: %v, want 4 succeeded (2 lr x 2 depth)", summary["task_outcome_counts"])
@@ -156,32 +163,6 @@ func buildExample(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// pushExample creates the project and pushes files, waiting until the
-// revision is published.
-func pushExample(t *testing.T, c *apitest.Client, name string, files map[string]string) {
-	t.Helper()
-	c.Post(t, "/api/v1/projects", map[string]any{"name": name}).Want(t, http.StatusCreated)
-	var rec struct {
-		StatusURL string `json:"status_url"`
-	}
-	c.Do(t, apitest.Request{Method: http.MethodPost, Path: "/api/v1/projects/" + name + "/push", Body: tarball(t, files),
-		Header: http.Header{"Content-Type": {"application/gzip"}}}).JSON(t, http.StatusAccepted, &rec)
-	push := waitJSON(t, c, rec.StatusURL, 2*time.Minute, func(m map[string]any) bool { return m["terminal"] == true })
-	if push["status"] != "published" {
-		t.Fatalf("push of %s: %v", name, push)
-	}
-}
-
-// submitExample submits the job body and returns the job's id.
-func submitExample(t *testing.T, c *apitest.Client, body string) string {
-	t.Helper()
-	id, _ := c.Post(t, "/api/v1/jobs", json.RawMessage(body)).Object(t, http.StatusCreated)["id"].(string)
-	if id == "" {
-		t.Fatalf("submitting %s: no job id", body)
-	}
-	return id
 }
 
 // jobEnded says whether a job object is in a terminal status.

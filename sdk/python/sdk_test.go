@@ -93,6 +93,9 @@ func (readyBuilder) Build(_ context.Context, req project.BuildRequest) (*project
 // docs/python-sdk.md in order, as one script, against a real server.
 func TestSDKDocs(t *testing.T) {
 	py := python3(t)
+	if out, err := exec.Command(py, "-m", "pip", "--version").CombinedOutput(); err != nil {
+		testenv.Skip(t, "skipping: pip is not installed (run make setup): "+string(out))
+	}
 	site := t.TempDir()
 	if out, err := exec.CommandContext(t.Context(), py, "-m", "pip", "install", "--no-index", "--no-deps", "--quiet",
 		"--target", site, ".").CombinedOutput(); err != nil {

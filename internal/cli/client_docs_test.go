@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,24 +16,12 @@ import (
 
 	"github.com/skiffhq/skiff/docs"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
-	"github.com/skiffhq/skiff/internal/project"
 )
 
 // cliDocsMarker is how docs/cli.md marks the blocks this test runs (the
 // docs test of internal/httpapi runs blocks without the skiff binary, so
 // they say norun there).
 const cliDocsMarker = "internal/cli's TestCLIDocs runs"
-
-// readyBuilder stands in for buildah: pushes go through the real push path
-// and this publishes what they pushed. Builds are tested in internal/build.
-type readyBuilder struct{}
-
-func (readyBuilder) Build(_ context.Context, req project.BuildRequest) (*project.BuildResult, error) {
-	if _, err := os.Stat(filepath.Join(req.ContextDir, "Dockerfile")); err != nil {
-		return nil, &project.UserBuildError{Message: "no Dockerfile in the build context"}
-	}
-	return &project.BuildResult{ImageRef: "skiff.local/" + req.Tag, ImageDigest: "sha256:" + strings.Repeat("b", 64)}, nil
-}
 
 // TestCLIDocs runs the commands of docs/cli.md, in order, in one bash with
 // the skiff binary on PATH, against a real server whose stand-in host runs
@@ -44,7 +31,7 @@ func TestCLIDocs(t *testing.T) {
 		t.Skip("skipping: no bash")
 	}
 	ce := newClientEnv(t, apitest.Engines()[0])
-	go func() { _ = ce.e.Projects.RunBuilds(t.Context(), readyBuilder{}) }()
+	go func() { _ = ce.e.Projects.RunBuilds(t.Context(), apitest.ReadyBuilder{}) }()
 	go func() { _ = ce.e.Worker().Serve(t.Context(), 20*time.Millisecond) }()
 
 	bin := t.TempDir()

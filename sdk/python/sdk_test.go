@@ -3,7 +3,6 @@
 package python
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -15,7 +14,6 @@ import (
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/client"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
-	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/testenv"
 )
 
@@ -77,17 +75,6 @@ func TestSDK(t *testing.T) {
 	}
 }
 
-// readyBuilder stands in for buildah: pushes go through the real push path
-// and this publishes what they pushed. Builds are tested in internal/build.
-type readyBuilder struct{}
-
-func (readyBuilder) Build(_ context.Context, req project.BuildRequest) (*project.BuildResult, error) {
-	if _, err := os.Stat(filepath.Join(req.ContextDir, "Dockerfile")); err != nil {
-		return nil, &project.UserBuildError{Message: "no Dockerfile in the build context"}
-	}
-	return &project.BuildResult{ImageRef: "skiff.local/" + req.Tag, ImageDigest: "sha256:" + strings.Repeat("b", 64)}, nil
-}
-
 // TestSDKDocs installs the package with pip (no package index: its build
 // backend is standard library) and runs the Python blocks of
 // docs/python-sdk.md in order, as one script, against a real server.
@@ -104,7 +91,7 @@ func TestSDKDocs(t *testing.T) {
 	e := apitest.Start(t, apitest.Options{})
 	a := e.NewAccount(t, "docs")
 	e.Grant(t, a.ID, 100_000_000)
-	go func() { _ = e.Projects.RunBuilds(t.Context(), readyBuilder{}) }()
+	go func() { _ = e.Projects.RunBuilds(t.Context(), apitest.ReadyBuilder{}) }()
 	go func() { _ = e.Worker().Serve(t.Context(), 20*time.Millisecond) }()
 
 	// What `make -C examples/hello` leaves: the example with its runner.

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -143,4 +146,18 @@ func (w *Worker) Serve(ctx context.Context, interval time.Duration) error {
 		case <-time.After(interval):
 		}
 	}
+}
+
+// ReadyBuilder stands in for buildah where builds cannot run or are not
+// under test: pushes go through the real push path and it publishes what
+// they pushed, refusing a context without a Dockerfile as buildah would.
+// Start it with env.Projects.RunBuilds(ctx, apitest.ReadyBuilder{}).
+type ReadyBuilder struct{}
+
+// Build publishes the pushed context under a made-up digest.
+func (ReadyBuilder) Build(_ context.Context, req project.BuildRequest) (*project.BuildResult, error) {
+	if _, err := os.Stat(filepath.Join(req.ContextDir, "Dockerfile")); err != nil {
+		return nil, &project.UserBuildError{Message: "no Dockerfile in the build context"}
+	}
+	return &project.BuildResult{ImageRef: "skiff.local/" + req.Tag, ImageDigest: "sha256:" + strings.Repeat("b", 64)}, nil
 }

@@ -25,6 +25,11 @@ import (
 
 // forEngine runs fn on a fresh server per store engine.
 func forEngine(t *testing.T, opts apitest.Options, fn func(t *testing.T, e *apitest.Env)) {
+	forEngineWith(t, func(*testing.T) apitest.Options { return opts }, fn)
+}
+
+// forEngineWith is forEngine with options made per server.
+func forEngineWith(t *testing.T, opts func(t *testing.T) apitest.Options, fn func(t *testing.T, e *apitest.Env)) {
 	t.Parallel()
 	for _, eng := range apitest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
@@ -32,7 +37,7 @@ func forEngine(t *testing.T, opts apitest.Options, fn func(t *testing.T, e *apit
 			if eng.Skip != "" {
 				testenv.Skip(t, eng.Skip)
 			}
-			o := opts
+			o := opts(t)
 			o.Store = eng.Open(t)
 			fn(t, apitest.Start(t, o))
 		})

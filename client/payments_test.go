@@ -2,9 +2,7 @@ package client_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -13,44 +11,11 @@ import (
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/client"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
-	"github.com/skiffhq/skiff/internal/payment"
 )
 
-// scriptedFacilitator stands in for an x402 facilitator (the chain cannot
-// run here): it approves every payment the server sends it and counts the
-// settlements. The server checks the signature, amount and payee itself
-// before it asks.
-type scriptedFacilitator struct {
-	mu      sync.Mutex
-	settles int
-}
-
-func (f *scriptedFacilitator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		PaymentPayload payment.PaymentPayload `json:"paymentPayload"`
-		Requirements   payment.Requirements   `json:"paymentRequirements"`
-	}
-	_ = json.NewDecoder(r.Body).Decode(&req)
-	a := req.PaymentPayload.Payload.Authorization
-	w.Header().Set("Content-Type", "application/json")
-	if r.URL.Path == "/verify" {
-		_ = json.NewEncoder(w).Encode(map[string]any{"isValid": true, "payer": a.From})
-		return
-	}
-	f.mu.Lock()
-	f.settles++
-	f.mu.Unlock()
-	_ = json.NewEncoder(w).Encode(map[string]any{"success": true, "transaction": "0x" + strings.Repeat("ab", 32),
-		"network": req.Requirements.Network, "payer": a.From, "amount": a.Value})
-}
-
-func payOptions(t *testing.T) (apitest.Options, *scriptedFacilitator) {
-	fac := &scriptedFacilitator{}
-	srv := httptest.NewServer(fac)
-	t.Cleanup(srv.Close)
-	return apitest.Options{AuthRatePerAddress: -1, AuthRatePerIP: -1, Payments: &payment.Config{FacilitatorURL: srv.URL,
-		Network: "eip155:8453", Asset: "0x5FbDB2315678afecb367f032d93F642f64180aa3", AssetName: "Test USD",
-		AssetVersion: "2", PayTo: "0xF4aA3B4d4CFc4B4B0b2d34b7E3B0Dc0aa1b2606c"}}, fac
+func payOptions(t *testing.T) (apitest.Options, *apitest.Facilitator) {
+	fac := apitest.NewFacilitator(t)
+	return apitest.Options{AuthRatePerAddress: -1, AuthRatePerIP: -1, Payments: fac.PaymentsConfig()}, fac
 }
 
 // A wallet signs in, tops up through x402, and a job the balance cannot
@@ -106,6 +71,52 @@ func TestWalletTopupAndShortfall(t *testing.T) {
 		ledger, err := client.Collect(c.Ledger(ctx, "x402_topup"))
 		if err != nil || len(ledger) != 2 {
 			t.Errorf("top-up entries: %+v %v, want 2 (the top-up and the shortfall)", ledger, err)
+		}
+	})
+}
+
+// A facilitator outage answers 503; the client sends the same credential
+// again after the wait, and the quote is paid once.
+func TestPayRetriesOutage(t *testing.T) {
+	// A facilitator per server: each counts its own outage.
+	facs := map[string]*apitest.Facilitator{}
+	var mu sync.Mutex
+	forEngineWith(t, func(t *testing.T) apitest.Options {
+		opts, fac := payOptions(t)
+		mu.Lock()
+		facs[t.Name()] = fac
+		mu.Unlock()
+		return opts
+	}, func(t *testing.T, e *apitest.Env) {
+		mu.Lock()
+		fac := facs[t.Name()]
+		mu.Unlock()
+		ctx := t.Context()
+		w, err := client.ParseWallet(strings.Repeat("2b", 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Now = e.Clock.Now
+		v, err := client.New(e.URL, "").WalletSignIn(ctx, w, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var waits int
+		c := client.New(e.URL, v.Token, client.WithPayer(w), client.WithSleep(func(context.Context, time.Duration) error {
+			waits++
+			return nil
+		}))
+		fac.Down(1)
+		paid, err := c.Topup(ctx, "1", "")
+		if err != nil || paid.Balance.AvailableUSD != 1_000_000 {
+			t.Fatalf("topup through an outage: %+v %v", paid, err)
+		}
+		if waits != 1 {
+			t.Errorf("waits: %d, want 1 (one 503, then the same credential again)", waits)
+		}
+		ledger, err := client.Collect(c.Ledger(ctx, "x402_topup"))
+		if err != nil || len(ledger) != 1 {
+			t.Errorf("top-up entries: %d %v, want 1", len(ledger), err)
 		}
 	})
 }

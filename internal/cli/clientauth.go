@@ -140,15 +140,7 @@ func runLogout(_ context.Context, e *env, args []string) error {
 func runWhoami(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("whoami", "Shows the server, the account the credential acts as, its role and balance.")
 	var cf clientFlags
-	cf.register(fs)
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	_, c, _, err := e.clientCommand(fs, &cf, args, 0, 0)
 	if err != nil {
 		return err
 	}

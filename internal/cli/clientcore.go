@@ -149,6 +149,21 @@ func (e *env) client(cf *clientFlags, needToken bool, opts ...client.Option) (*c
 	return client.New(url, token, opts...), cfg, nil
 }
 
+// clientCommand registers the client flags on fs, parses args (between
+// min and max positional arguments) and builds the client.
+func (e *env) clientCommand(fs *flag.FlagSet, cf *clientFlags, args []string, min, max int) ([]string, *client.Client, *clientConfig, error) {
+	cf.register(fs)
+	pos, err := e.parseArgs(fs, args)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := wantArgs(fs, pos, min, max); err != nil {
+		return nil, nil, nil, err
+	}
+	c, cfg, err := e.client(cf, true)
+	return pos, c, cfg, err
+}
+
 // parseArgs parses flags given anywhere among the arguments (skiff push
 // DIR --json) and returns the positional ones; flags not given come from
 // their SKIFF_ twins.

@@ -30,19 +30,14 @@ Commands:
 func (e *env) oneJob(name, synopsis string, args []string, extra func(fsSetter)) (*client.Client, *clientFlags, string, error) {
 	fs := e.newFlags(name+" JOB", synopsis)
 	var cf clientFlags
-	cf.register(fs)
 	if extra != nil {
 		extra(fs)
 	}
-	pos, err := e.parseArgs(fs, args)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 1, 1)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if err := wantArgs(fs, pos, 1, 1); err != nil {
-		return nil, nil, "", err
-	}
-	c, _, err := e.client(&cf, true)
-	return c, &cf, pos[0], err
+	return c, &cf, pos[0], nil
 }
 
 // fsSetter is the part of a flag set extra flags need.
@@ -53,19 +48,11 @@ type fsSetter interface {
 func jobsList(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("jobs ls [--project P] [--status S] [--limit N]", "Lists jobs, newest first.")
 	var cf clientFlags
-	cf.register(fs)
 	project := fs.String("project", "", "only this project's jobs")
 	status := fs.String("status", "", "only jobs in these statuses (comma-separated)")
 	tag := fs.String("tag", "", "only jobs with this tag")
 	limit := fs.Int("limit", 20, "at most this many jobs (0: all)")
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	_, c, _, err := e.clientCommand(fs, &cf, args, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -205,17 +192,9 @@ func runResults(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("results [JOB] [--project P] [--limit N]",
 		"With JOB, prints the job's result (its aggregate, or each task's result). Without, lists recent results.")
 	var cf clientFlags
-	cf.register(fs)
 	project := fs.String("project", "", "only this project's results (list)")
 	limit := fs.Int("limit", 20, "at most this many results (list; 0: all)")
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 1); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 0, 1)
 	if err != nil {
 		return err
 	}

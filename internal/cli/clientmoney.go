@@ -17,15 +17,7 @@ import (
 func runBalance(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("balance", "Shows the account's balance: the ledger, what active jobs hold, and what is available.")
 	var cf clientFlags
-	cf.register(fs)
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	_, c, _, err := e.clientCommand(fs, &cf, args, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -44,17 +36,9 @@ func runBalance(ctx context.Context, e *env, args []string) error {
 func runLedger(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("ledger [--limit N] [--type T]", "Lists the account's ledger entries, newest first.")
 	var cf clientFlags
-	cf.register(fs)
 	limit := fs.Int("limit", 20, "at most this many entries (0: all)")
 	typ := fs.String("type", "", "only this entry type (job_charge, x402_topup, mpp_topup, beta_credit_grant)")
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	_, c, _, err := e.clientCommand(fs, &cf, args, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -85,17 +69,9 @@ func runTopup(ctx context.Context, e *env, args []string) error {
 over x402 with the wallet of 'skiff login --wallet-key-file' (or
 SKIFF_WALLET_KEY). Without a wallet it shows the quote and exits 4.`)
 	var cf clientFlags
-	cf.register(fs)
 	quoteOnly := fs.Bool("quote-only", false, "show the quote without paying it")
 	keyFile := fs.String("wallet-key-file", "", "file holding the wallet's hex private key (default: the one login saved)")
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1); err != nil {
-		return err
-	}
-	c, cfg, err := e.client(&cf, true)
+	pos, c, cfg, err := e.clientCommand(fs, &cf, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -176,16 +152,8 @@ func (e *env) transferProgress(label string, total int64, quiet bool) (progress 
 func artifactsPut(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("artifacts put FILE [--job JOB]", "Uploads a file as an artifact, streamed from disk; prints its id.")
 	var cf clientFlags
-	cf.register(fs)
 	job := fs.String("job", "", "attach the artifact to this job")
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -210,16 +178,8 @@ func artifactsPut(ctx context.Context, e *env, args []string) error {
 func artifactsGet(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("artifacts get ID [-o FILE]", "Downloads an artifact, streamed, to FILE (default: its own filename; - for stdout).")
 	var cf clientFlags
-	cf.register(fs)
 	out := fs.String("o", "", "where to write it (default: the artifact's filename; - for stdout)")
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -282,16 +242,8 @@ func (p *progressReader) Read(b []byte) (int, error) {
 func artifactsList(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("artifacts ls [--limit N]", "Lists artifacts, newest first, and the account's quota.")
 	var cf clientFlags
-	cf.register(fs)
 	limit := fs.Int("limit", 50, "at most this many (0: all)")
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	_, c, _, err := e.clientCommand(fs, &cf, args, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -327,15 +279,7 @@ func artifactsList(ctx context.Context, e *env, args []string) error {
 func artifactsRemove(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("artifacts rm ID", "Deletes an artifact.")
 	var cf clientFlags
-	cf.register(fs)
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 1, 1)
 	if err != nil {
 		return err
 	}

@@ -47,17 +47,9 @@ func (k kvFlags) Set(v string) error {
 func projectCreate(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("project create NAME [--env K=V ...]", "Creates a project. Push its code with 'skiff push DIR --project NAME'.")
 	var cf clientFlags
-	cf.register(fs)
 	envs := kvFlags{}
 	fs.Var(envs, "env", "environment variable of every task, NAME=VALUE (repeatable)")
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -79,15 +71,7 @@ func projectCreate(ctx context.Context, e *env, args []string) error {
 func projectList(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("project ls", "Lists your projects.")
 	var cf clientFlags
-	cf.register(fs)
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	_, c, _, err := e.clientCommand(fs, &cf, args, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -120,15 +104,7 @@ func projectList(ctx context.Context, e *env, args []string) error {
 func projectShow(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("project show NAME", "Shows a project, its latest push and its readiness.")
 	var cf clientFlags
-	cf.register(fs)
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -172,15 +148,7 @@ func printReadiness(e *env, st *apiv1.Readiness) {
 func projectRemove(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("project rm NAME", "Deletes a project.")
 	var cf clientFlags
-	cf.register(fs)
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -198,16 +166,8 @@ func projectRemove(ctx context.Context, e *env, args []string) error {
 func projectPrepare(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("project prepare NAME [--max-nodes N]", "Asks for the project's preparation on hosts ahead of jobs (POST /api/v1/projects/NAME/init).")
 	var cf clientFlags
-	cf.register(fs)
 	maxNodes := fs.Int("max-nodes", 0, "prepare on at most this many hosts (0: the server's default)")
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -225,15 +185,7 @@ func projectPrepare(ctx context.Context, e *env, args []string) error {
 func runStatus(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("status [PROJECT]", "Shows a project's readiness and its builds, or every project's readiness.")
 	var cf clientFlags
-	cf.register(fs)
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 1); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 0, 1)
 	if err != nil {
 		return err
 	}
@@ -498,15 +450,7 @@ Commands:
 func kvGet(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("kv get PROJECT KEY", "Prints the value under KEY (with --json, the whole entry).")
 	var cf clientFlags
-	cf.register(fs)
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 2, 2); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 2, 2)
 	if err != nil {
 		return err
 	}
@@ -523,16 +467,8 @@ func kvGet(ctx context.Context, e *env, args []string) error {
 func kvPut(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("kv put PROJECT KEY JSON|FILE|- [--ttl-s N]", "Writes a JSON value under KEY.")
 	var cf clientFlags
-	cf.register(fs)
 	ttl := fs.Int64("ttl-s", 0, "expire the entry after this many seconds (0: never)")
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 3, 3); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 3, 3)
 	if err != nil {
 		return err
 	}
@@ -558,16 +494,8 @@ func kvPut(ctx context.Context, e *env, args []string) error {
 func kvLs(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("kv ls PROJECT [PREFIX] [--limit N]", "Lists the keys (and values) of the project's shared state.")
 	var cf clientFlags
-	cf.register(fs)
 	limit := fs.Int("limit", 0, "at most this many entries (0: the server's default)")
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 2); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 1, 2)
 	if err != nil {
 		return err
 	}
@@ -597,15 +525,7 @@ func kvLs(ctx context.Context, e *env, args []string) error {
 func kvRm(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("kv rm PROJECT KEY", "Deletes a key.")
 	var cf clientFlags
-	cf.register(fs)
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 2, 2); err != nil {
-		return err
-	}
-	c, _, err := e.client(&cf, true)
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 2, 2)
 	if err != nil {
 		return err
 	}

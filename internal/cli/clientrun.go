@@ -33,21 +33,13 @@ the project's entrypoint.
 
 Ctrl-C asks whether to cancel the job or only detach from it.`)
 	var cf clientFlags
-	cf.register(fs)
 	project := fs.String("project", "", "project (default: the current directory's name when it holds skiff.project.json)")
 	typ := fs.String("type", "", "job type: structured_runner (default), sweep, map_reduce or benchmark")
 	fanOut := fs.String("fan-out", "", "N (N tasks with the same payload) or a fan_out JSON object")
 	command := fs.String("command", "", "runner command, split on spaces (default: the project's entrypoint)")
 	detach := fs.Bool("detach", false, "print the job id and return without following it")
 	idem := fs.String("idempotency-key", "", "Idempotency-Key of the submission (default: a fresh one)")
-	pos, err := e.parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1); err != nil {
-		return err
-	}
-	c, cfg, err := e.client(&cf, true)
+	pos, c, cfg, err := e.clientCommand(fs, &cf, args, 1, 1)
 	if err != nil {
 		return err
 	}

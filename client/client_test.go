@@ -47,14 +47,8 @@ func forEngineWith(t *testing.T, opts func(t *testing.T) apitest.Options, fn fun
 // account is a funded account with a published project "p" and its client.
 func account(t *testing.T, e *apitest.Env, opts ...client.Option) (*apitest.Account, *client.Client) {
 	t.Helper()
-	a := e.NewAccount(t, "acme")
-	c := client.New(e.URL, a.Member, opts...)
-	if _, err := c.CreateProject(t.Context(), &apiv1.ProjectWrite{Name: client.Ptr("p")}); err != nil {
-		t.Fatal(err)
-	}
-	e.Publish(t, a.ID, "p")
-	e.Grant(t, a.ID, 10_000_000)
-	return a, c
+	a := e.FundedAccount(t, "acme", "p", 10_000_000)
+	return a, client.New(e.URL, a.Member, opts...)
 }
 
 func submit(t *testing.T, c *client.Client, extra map[string]any) *apiv1.Job {

@@ -30,14 +30,8 @@ type clientEnv struct {
 func newClientEnv(t *testing.T, eng apitest.Engine) *clientEnv {
 	t.Helper()
 	e := apitest.Start(t, apitest.Options{Store: eng.Open(t)})
-	a := e.NewAccount(t, "acme")
+	a := e.FundedAccount(t, "acme", "p", 10_000_000)
 	c := client.New(e.URL, a.Member)
-	if _, err := c.CreateProject(t.Context(), &apiv1.ProjectWrite{Name: client.Ptr("p"),
-		Manifest: json.RawMessage(`{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/app"}, "entrypoint": {"command": ["/runner"]}}`)}); err != nil {
-		t.Fatal(err)
-	}
-	e.Publish(t, a.ID, "p")
-	e.Grant(t, a.ID, 10_000_000)
 	home := t.TempDir()
 	return &clientEnv{e: e, acct: a, c: c, env: []string{"XDG_CONFIG_HOME=" + home, "SKIFF_URL=" + e.URL},
 		cfg: filepath.Join(home, "skiff", "config.json")}

@@ -3,7 +3,6 @@
 package python
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiffhq/skiff/apiv1"
-	"github.com/skiffhq/skiff/client"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/testenv"
 )
@@ -23,14 +20,7 @@ import (
 func sdkServer(t *testing.T, eng apitest.Engine) []string {
 	t.Helper()
 	e := apitest.Start(t, apitest.Options{Store: eng.Open(t)})
-	a := e.NewAccount(t, "py")
-	c := client.New(e.URL, a.Member)
-	if _, err := c.CreateProject(t.Context(), &apiv1.ProjectWrite{Name: client.Ptr("p"),
-		Manifest: json.RawMessage(`{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/app"}, "entrypoint": {"command": ["/runner"]}}`)}); err != nil {
-		t.Fatal(err)
-	}
-	e.Publish(t, a.ID, "p")
-	e.Grant(t, a.ID, 100_000_000)
+	a := e.FundedAccount(t, "py", "p", 100_000_000)
 	done := make(chan error, 1)
 	go func() { done <- e.Worker().Serve(t.Context(), 20*time.Millisecond) }()
 	t.Cleanup(func() {

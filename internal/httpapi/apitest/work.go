@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,4 +161,22 @@ func (ReadyBuilder) Build(_ context.Context, req project.BuildRequest) (*project
 		return nil, &project.UserBuildError{Message: "no Dockerfile in the build context"}
 	}
 	return &project.BuildResult{ImageRef: "skiff.local/" + req.Tag, ImageDigest: "sha256:" + strings.Repeat("b", 64)}, nil
+}
+
+// RunnerManifest is a project manifest whose entrypoint is /runner.
+const RunnerManifest = `{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/app"}, "entrypoint": {"command": ["/runner"]}}`
+
+// FundedAccount creates an account named name owning project (with
+// RunnerManifest as its manifest and a published revision) and grants it
+// micros of micro-USD.
+func (e *Env) FundedAccount(tb testing.TB, name, project string, micros int64) *Account {
+	tb.Helper()
+	a := e.NewAccount(tb, name)
+	e.Client(a.Member).Post(tb, "/api/v1/projects", map[string]any{"name": project,
+		"manifest": json.RawMessage(RunnerManifest)}).Want(tb, http.StatusCreated)
+	e.Publish(tb, a.ID, project)
+	if micros > 0 {
+		e.Grant(tb, a.ID, micros)
+	}
+	return a
 }

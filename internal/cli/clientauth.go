@@ -118,6 +118,7 @@ func (e *env) wallet(keyFile string, cfg *clientConfig) (*client.Wallet, string,
 
 func runLogout(_ context.Context, e *env, args []string) error {
 	fs := e.newFlags("logout", "Forgets the saved token (the server address stays).")
+	asJSON := fs.Bool("json", false, "print JSON instead of text")
 	pos, err := e.parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -132,6 +133,9 @@ func runLogout(_ context.Context, e *env, args []string) error {
 	cfg.Token, cfg.TokenExpires, cfg.AccountID, cfg.AccountName = "", nil, "", ""
 	if err := e.saveConfig(cfg); err != nil {
 		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, map[string]any{"logged_out": true, "url": cfg.URL, "config": e.configPath()})
 	}
 	fmt.Fprintln(e.stdout, "Logged out.")
 	return nil

@@ -373,6 +373,7 @@ func runInit(_ context.Context, e *env, args []string) error {
 that reads its payload, reports progress and writes a result, its Dockerfile,
 skiff.project.json and .dockerignore. Existing files are left alone.
 Then: skiff push DIR && skiff run payload.json`)
+	asJSON := fs.Bool("json", false, "print JSON instead of text")
 	pos, err := e.parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -398,6 +399,9 @@ Then: skiff push DIR && skiff run payload.json`)
 			return err
 		}
 		wrote = append(wrote, p)
+	}
+	if *asJSON {
+		return printJSON(e.stdout, map[string]any{"dir": dir, "wrote": wrote})
 	}
 	for _, p := range wrote {
 		fmt.Fprintf(e.stdout, "wrote %s\n", p)

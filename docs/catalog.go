@@ -32,6 +32,7 @@ func Catalog() []Page {
 		p("artifacts", "artifacts.md"),
 		p("streams", "streams.md"),
 		p("metrics", "metrics.md"),
+		p("cli", "cli.md"),
 		p("python-sdk", "python-sdk.md"),
 		p("hosting", "hosting.md"),
 		p("scaling", "scaling.md"),

@@ -7,7 +7,9 @@
 #   iptables: RUN steps get buildah's private bridge), crun, umoci, skopeo,
 #   debootstrap (the tests' local Debian base image), iproute2 (multi-host
 #   tests), postgresql (the PostgreSQL store tests), prometheus (promtool;
-#   its server is kept stopped), chromium (the browser test). `apt-get
+#   its server is kept stopped), chromium (the browser test), tmux (the
+#   terminal test of `skiff run`), python3 and python3-pip (the Python SDK's
+#   tests). `apt-get
 #   update` runs only when one is missing.
 # - The pinned runsc at /usr/local/lib/skiff/runsc, built with `go install`
 #   (about 3 minutes cold). Debian's runsc is from 2022: it cannot run buildah's
@@ -49,6 +51,9 @@ APT_PACKAGES=(
 APT_PACKAGES+=(prometheus)
 # chromium drives the browser test of the landing page and the docs.
 APT_PACKAGES+=(chromium)
+# tmux runs `skiff run` in a real terminal (internal/cli); python3 (3.11) and
+# pip run the Python SDK's tests and install it (sdk/python).
+APT_PACKAGES+=(tmux python3 python3-pip)
 
 # Go usually lives here on CI machines without being on root's PATH.
 if [[ -d /usr/local/go/bin ]]; then

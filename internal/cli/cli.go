@@ -21,6 +21,7 @@ var Version = "dev"
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	stdin          io.Reader // nil: os.Stdin
 }
 
 type command struct {
@@ -34,6 +35,22 @@ func commands() []command {
 		{"server", "run the controller with its local host (and 'server migrate')", runServer},
 		{"admin", "operator commands on the store: create-key, grant-credit", runAdmin},
 		{"bench", "measure job latency over bare gVisor and submissions per second", runBench},
+		// Client commands (docs/cli.md).
+		{"login", "save the server address and an API key or a wallet session", runLogin},
+		{"logout", "forget the saved token", runLogout},
+		{"whoami", "show the account the credential acts as", runWhoami},
+		{"init", "write a starter project (Dockerfile, manifest, Python runner)", runInit},
+		{"project", "create, list, show, delete projects: create|ls|show|rm|prepare", runProject},
+		{"push", "pack a directory, push it and follow the build", runPush},
+		{"status", "a project's readiness and builds (or every project's)", runStatus},
+		{"kv", "a project's shared state: get|put|ls|rm", runKV},
+		{"run", "submit a job and follow it live; exits 0 only if it completed", runRun},
+		{"jobs", "ls|show|cancel|watch|logs|tasks", runJobs},
+		{"results", "a job's result, or the recent results", runResults},
+		{"artifacts", "put|get|ls|rm files, with transfer progress", runArtifacts},
+		{"balance", "the account's balance", runBalance},
+		{"ledger", "the account's ledger entries", runLedger},
+		{"topup", "pay a top-up quote with your wallet over x402", runTopup},
 		{"version", "print the version", func(_ context.Context, e *env, _ []string) error {
 			fmt.Fprintln(e.stdout, Version)
 			return nil
@@ -67,7 +84,7 @@ func (e *env) main(ctx context.Context, args []string) int {
 				return 2
 			}
 			fmt.Fprintf(e.stderr, "skiff %s: %v\n", c.name, err)
-			return 1
+			return exitCodeOf(err)
 		}
 	}
 	fmt.Fprintf(e.stderr, "skiff: unknown command %q\n\n", args[0])

@@ -14,7 +14,6 @@ import (
 
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/build/buildtest"
-	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 )
 
 // TestExamplesEndToEnd pushes the projects under examples/ as a user would
@@ -45,13 +44,41 @@ func TestExamplesEndToEnd(t *testing.T) {
 	c := srv.client(t, key)
 
 	t.Run("hello", func(t *testing.T) {
-		files := exampleFiles(t, "hello", "Dockerfile", "skiff.project.json")
-		files["runner"] = string(buildExample(t, "hello"))
-		pushExample(t, c, "hello", files)
-		id := submitExample(t, c, `{"project": "hello", "runner_command": ["/runner"], "payload": {"name": "Ada", "repeat": 2}}`)
-		if job := waitJSON(t, c, "/api/v1/jobs/"+id, time.Minute, jobEnded); job["status"] != "completed" {
-			t.Fatalf("job: %v", job)
+		// As the README's first steps do it: skiff push of the example's
+		// directory (its .dockerignore leaves the Go source out), then
+		// skiff run, which follows the job and prints its result.
+		dir := t.TempDir()
+		for name, body := range exampleFiles(t, "hello", "Dockerfile", "skiff.project.json", ".dockerignore", "main.go") {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
+		if err := os.WriteFile(filepath.Join(dir, "runner"), buildExample(t, "hello"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		user := []string{"SKIFF_URL=" + srv.URL, "SKIFF_TOKEN=" + key, "XDG_CONFIG_HOME=" + t.TempDir()}
+		push := skiff(t, user, "push", dir, "--project", "hello")
+		if push.code != 0 || !strings.Contains(push.stdout, "Published psh_") {
+			t.Fatalf("skiff push: exit %d\n%s\n%s", push.code, push.stdout, push.stderr)
+		}
+		payload := filepath.Join(t.TempDir(), "payload.json")
+		if err := os.WriteFile(payload, []byte(`{"name": "Ada", "repeat": 2}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run := skiff(t, user, "run", "--project", "hello", "--command", "/runner", "--json", payload)
+		if run.code != 0 {
+			t.Fatalf("skiff run: exit %d\n%s\n%s", run.code, run.stdout, run.stderr)
+		}
+		var out struct {
+			Job    map[string]any `json:"job"`
+			Result struct {
+				Results []map[string]any `json:"results"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(run.stdout), &out); err != nil || len(out.Result.Results) != 1 {
+			t.Fatalf("skiff run --json: %v\n%s", err, run.stdout)
+		}
+		id, _ := out.Job["id"].(string)
 		task := c.Get(t, "/api/v1/jobs/"+id+"/tasks").Object(t, http.StatusOK)["tasks"].([]any)[0].(map[string]any)
 		res, _ := task["result"].(map[string]any)
 		if res["greeting"] != "hello, Ada\nhello, Ada" || res["letters"] != float64(3) || res["task_id"] != task["id"] {
@@ -60,8 +87,8 @@ func TestExamplesEndToEnd(t *testing.T) {
 		if p, _ := json.Marshal(task["latest_progress"]); string(p) != `{"pct":100,"stage":"greeting"}` {
 			t.Errorf("latest_progress: %s", p)
 		}
-		if out := c.Get(t, "/api/v1/jobs/"+id+"/output").Object(t, http.StatusOK); !strings.Contains(out["output"].(string), "hello, Ada") {
-			t.Errorf("output: %v", out)
+		if logs := skiff(t, user, "jobs", "logs", id); !strings.Contains(logs.stdout, "hello, Ada") {
+			t.Errorf("skiff jobs logs: %+v", logs)
 		}
 	})
 
@@ -69,13 +96,21 @@ func TestExamplesEndToEnd(t *testing.T) {
 		if !python {
 			t.Skip("skipping the Python example (a Debian and python3 base image) in -short mode")
 		}
-		pushExample(t, c, "sweep", exampleFiles(t, "python-sweep", "Dockerfile", "skiff.project.json", "main.py"))
-		body := exampleFiles(t, "python-sweep", "sweep.json")["sweep.json"]
-		id := submitExample(t, c, body)
-		job := waitJSON(t, c, "/api/v1/jobs/"+id, 2*time.Minute, jobEnded)
-		if job["status"] != "completed" {
-			t.Fatalf("job: %v\ntasks: %s", job, c.Get(t, "/api/v1/jobs/"+id+"/tasks").Body)
+		// The example's directory as it is, and its sweep.json, a whole
+		// submission, through the CLI.
+		example := filepath.Join("..", "..", "examples", "python-sweep")
+		user := []string{"SKIFF_URL=" + srv.URL, "SKIFF_TOKEN=" + key, "XDG_CONFIG_HOME=" + t.TempDir()}
+		if push := skiff(t, user, "push", example, "--project", "sweep"); push.code != 0 {
+			t.Fatalf("skiff push: exit %d\n%s\n%s", push.code, push.stdout, push.stderr)
 		}
+		run := skiff(t, user, "run", "--json", filepath.Join(example, "sweep.json"))
+		var out struct {
+			Job map[string]any `json:"job"`
+		}
+		if err := json.Unmarshal([]byte(run.stdout), &out); err != nil || run.code != 0 {
+			t.Fatalf("skiff run: exit %d, %v\n%s\n%s", run.code, err, run.stdout, run.stderr)
+		}
+		job := out.Job
 		summary, _ := job["summary"].(map[string]any)
 		if counts, _ := summary["task_outcome_counts"].(map[string]any); counts["succeeded"] != float64(4) {
 			t.Errorf("task_outcome_counts: %v, want 4 succeeded (2 lr x 2 depth)", summary["task_outcome_counts"])
@@ -128,32 +163,6 @@ func buildExample(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// pushExample creates the project and pushes files, waiting until the
-// revision is published.
-func pushExample(t *testing.T, c *apitest.Client, name string, files map[string]string) {
-	t.Helper()
-	c.Post(t, "/api/v1/projects", map[string]any{"name": name}).Want(t, http.StatusCreated)
-	var rec struct {
-		StatusURL string `json:"status_url"`
-	}
-	c.Do(t, apitest.Request{Method: http.MethodPost, Path: "/api/v1/projects/" + name + "/push", Body: tarball(t, files),
-		Header: http.Header{"Content-Type": {"application/gzip"}}}).JSON(t, http.StatusAccepted, &rec)
-	push := waitJSON(t, c, rec.StatusURL, 2*time.Minute, func(m map[string]any) bool { return m["terminal"] == true })
-	if push["status"] != "published" {
-		t.Fatalf("push of %s: %v", name, push)
-	}
-}
-
-// submitExample submits the job body and returns the job's id.
-func submitExample(t *testing.T, c *apitest.Client, body string) string {
-	t.Helper()
-	id, _ := c.Post(t, "/api/v1/jobs", json.RawMessage(body)).Object(t, http.StatusCreated)["id"].(string)
-	if id == "" {
-		t.Fatalf("submitting %s: no job id", body)
-	}
-	return id
 }
 
 // jobEnded says whether a job object is in a terminal status.

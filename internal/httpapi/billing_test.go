@@ -60,9 +60,7 @@ func TestBillingAPI(t *testing.T) {
 
 func grant(tb testing.TB, e *apitest.Env, accountID string, micros int64) {
 	tb.Helper()
-	if _, err := e.Billing.GrantCredit(tb.Context(), accountID, micros, "test credit"); err != nil {
-		tb.Fatal(err)
-	}
+	e.Grant(tb, accountID, micros)
 }
 
 // jobBilling is the billing part of a job's summary.

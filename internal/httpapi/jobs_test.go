@@ -48,23 +48,7 @@ func publish(t *testing.T, f *fixture, name string) {
 
 func publishFor(tb testing.TB, e *apitest.Env, accountID, name string) {
 	tb.Helper()
-	ctx, db, now := tb.Context(), e.Store, e.Clock.Now()
-	p, err := db.ProjectGetByName(ctx, accountID, name)
-	if err != nil {
-		tb.Fatalf("project %s: %v", name, err)
-	}
-	pu, err := db.PushCreate(ctx, &store.PushCreateParams{ID: id.New(id.Push), ProjectID: p.ID, AccountID: accountID,
-		ContentHash: "sha256:" + strings.Repeat("a", 64), SizeBytes: 1, Now: now})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := db.PushStart(ctx, pu.ID, now); err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := db.PushFinish(ctx, &store.PushFinishParams{ID: pu.ID, Status: store.PushPublished,
-		ImageDigest: "sha256:" + strings.Repeat("d", 64), Now: now}); err != nil {
-		tb.Fatal(err)
-	}
+	e.Publish(tb, accountID, name)
 }
 
 // submitJob submits body (runner_command and project filled in when

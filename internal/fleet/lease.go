@@ -233,12 +233,33 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 		// An older host would run the task without its inputs.
 		return nil, fmt.Errorf("task %s has artifact inputs; host %s speaks protocol %d, which cannot fetch them", t.ID, h.id, h.protocol)
 	}
+	sources, caches := mountsOf(rs)
+	if len(sources)+len(caches) > 0 && h.protocol < 4 {
+		// An older host would run the task without its mounts.
+		return nil, fmt.Errorf("the revision of task %s has data sources or cache mounts; host %s speaks protocol %d, which cannot mount them", t.ID, h.id, h.protocol)
+	}
 	return &agentproto.Assignment{
 		AttemptID: a.ID, TaskID: t.ID, JobID: t.JobID, ProjectID: rs.Job.ProjectID,
 		ImageDigest: rs.ImageDigest, ImageLayoutDir: filepath.Join(c.cfg.ImagesDir, hex),
 		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: payload,
 		CPU: t.CPU, MemoryMB: t.MemoryMB, TimeoutS: int(rs.Request.TimeoutS), Inputs: inputs,
+		DataSources: sources, CacheMounts: caches,
 	}, nil
+}
+
+// mountsOf turns the revision's data sources and cache mounts into their
+// wire form.
+func mountsOf(rs *job.RunSpec) ([]agentproto.DataSource, []agentproto.CacheMount) {
+	var sources []agentproto.DataSource
+	for _, ds := range rs.DataSources {
+		sources = append(sources, agentproto.DataSource{Name: ds.Name, Source: ds.Source, MountPath: ds.MountPath,
+			URI: ds.URI, SHA256: ds.SHA256, Repo: ds.Repo, RepoType: ds.RepoType, Revision: ds.Revision, Include: ds.Include})
+	}
+	var caches []agentproto.CacheMount
+	for _, cm := range rs.CacheMounts {
+		caches = append(caches, agentproto.CacheMount{Name: cm.Name, Path: cm.Path})
+	}
+	return sources, caches
 }
 
 // runSpecs caches how each job's tasks run: a job's revision never

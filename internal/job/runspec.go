@@ -20,6 +20,9 @@ type RunSpec struct {
 	Command     []string          // runner_command, else the manifest's entrypoint
 	Cwd         string            // the manifest's runtime.workdir
 	Env         map[string]string // manifest entrypoint env, then project env on top
+	// DataSources and CacheMounts are the revision's manifest's.
+	DataSources []manifest.DataSource
+	CacheMounts []manifest.CacheMount
 }
 
 // RunSpec resolves how j's tasks run. It reads the job's revision, which
@@ -39,7 +42,7 @@ func (s *Service) RunSpec(ctx context.Context, j *store.Job) (*RunSpec, error) {
 		return nil, fmt.Errorf("job %s: manifest of %s: %w", j.ID, pu.ID, err)
 	}
 	rs := &RunSpec{Job: j, Request: sub, ImageDigest: pu.ImageDigest, Command: sub.RunnerCommand,
-		Cwd: m.Runtime.Workdir, Env: map[string]string{}}
+		Cwd: m.Runtime.Workdir, Env: map[string]string{}, DataSources: m.DataSources, CacheMounts: m.CacheMounts}
 	if len(rs.Command) == 0 {
 		rs.Command = m.Entrypoint.Command
 	}

@@ -45,6 +45,7 @@ type serverFlags struct {
 	metricsToken string
 	front        frontFlags
 	artifacts    artifactFlags
+	data         dataFlags
 }
 
 // streamFlags configure the event streams (docs/streams.md).
@@ -107,6 +108,7 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	f.rates.register(fs)
 	f.payments.register(fs)
 	f.artifacts.register(fs)
+	f.data.register(fs)
 	return fs
 }
 
@@ -130,6 +132,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	if _, err := f.rates.validate(); err != nil {
 		return err // before anything is opened
+	}
+	if err := f.data.validate(); err != nil {
+		return err
 	}
 	payCfg, walletPolicy, err := f.payments.config(f.listen)
 	if err != nil {
@@ -208,6 +213,12 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// One data-source cache for the local host: init fills it, tasks read it.
+	dataSources, err := f.data.cache(filepath.Join(dataDir, "host", "data"), log.With("component", "host"))
+	if err != nil {
+		return err
+	}
+	local.DataSources = dataSources
 	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir,
 		Jobs: jobs, Preparer: local, Floor: bill, OnBuild: set.ObserveBuild})
 	defer projects.Close()
@@ -241,7 +252,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	core, err := startCore(ctx, log, &f, dataDir, projects, localHost{local: local, images: hostImages}, ctrl,
+	core, err := startCore(ctx, log, &f, dataDir, projects, localHost{local: local, images: hostImages, data: dataSources}, ctrl,
 		"http://"+ln.Addr().String())
 	if err != nil {
 		_ = srv.Close()

@@ -13,6 +13,7 @@ import (
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/project/manifest"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -250,16 +251,22 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 // mountsOf turns the revision's data sources and cache mounts into their
 // wire form.
 func mountsOf(rs *job.RunSpec) ([]agentproto.DataSource, []agentproto.CacheMount) {
-	var sources []agentproto.DataSource
-	for _, ds := range rs.DataSources {
-		sources = append(sources, agentproto.DataSource{Name: ds.Name, Source: ds.Source, MountPath: ds.MountPath,
-			URI: ds.URI, SHA256: ds.SHA256, Repo: ds.Repo, RepoType: ds.RepoType, Revision: ds.Revision, Include: ds.Include})
-	}
+	sources := wireDataSources(rs.DataSources)
 	var caches []agentproto.CacheMount
 	for _, cm := range rs.CacheMounts {
 		caches = append(caches, agentproto.CacheMount{Name: cm.Name, Path: cm.Path})
 	}
 	return sources, caches
+}
+
+// wireDataSources is the wire form of a manifest's data sources.
+func wireDataSources(in []manifest.DataSource) []agentproto.DataSource {
+	var out []agentproto.DataSource
+	for _, ds := range in {
+		out = append(out, agentproto.DataSource{Name: ds.Name, Source: ds.Source, MountPath: ds.MountPath,
+			URI: ds.URI, SHA256: ds.SHA256, Repo: ds.Repo, RepoType: ds.RepoType, Revision: ds.Revision, Include: ds.Include})
+	}
+	return out
 }
 
 // runSpecs caches how each job's tasks run: a job's revision never

@@ -152,6 +152,7 @@ func (s *Service) runtimeCounts(ctx context.Context, projectID, contentHash stri
 			rc.PendingInit = true
 		case store.RuntimeFailed:
 			rc.Failed++
+			rc.FailedError = r.Error
 		case store.RuntimeStale:
 			rc.Stale++
 			rc.Invalidated++

@@ -64,7 +64,7 @@ func (at *attempt) mounts(ctx context.Context, rootfs string) ([]sandbox.Mount, 
 			return nil, nil, fmt.Errorf("cache mount %q: %w", cm.Name, err)
 		}
 		releases = append(releases, at.a.cacheMounts.hold(src))
-		out = append(out, sandbox.Mount{Source: src, Destination: cm.Path})
+		out = append(out, sandbox.Mount{Source: src, Destination: cm.Path, Seed: cm.Seed})
 	}
 	return out, release, nil
 }

@@ -276,6 +276,10 @@ type DataSource struct {
 type CacheMount struct {
 	Name string `json:"name"`
 	Path string `json:"path"`
+	// Seed is a directory on the controller's machine holding the
+	// manifest's seed, copied into the cache while it is empty; only a
+	// host that shares that filesystem (the local host) can use it.
+	Seed string `json:"seed,omitempty"`
 }
 
 // EventKind is the kind of an AttemptEvent.

@@ -22,7 +22,7 @@ import (
 // against the stand-in for the hub and a file server: init fetches a
 // project's url and hub data sources (ready_for_jobs then means they are
 // there), tasks read them read-only at their mount paths, a cache mount
-// keeps what one task wrote for the next, and a project whose source has
+// starts with its seed and keeps what one task wrote for the next, and a project whose source has
 // the wrong sha256 is attention_required with the source named, its job
 // failing with that reason after the free requeues. The hub token is sent
 // and never logged.
@@ -63,11 +63,12 @@ func TestDataSourcesEndToEnd(t *testing.T) {
 			"data_sources": [
 				{"name": "weights", "source": "url", "uri": %q, "sha256": %q, "mount_path": "/data/w.bin"},
 				{"name": "tiny", "source": "huggingface", "repo": "acme/tiny", "revision": %q, "include": ["*.json", "*.safetensors"], "mount_path": "/models/tiny"}],
-			"cache_mounts": [{"name": "kernels", "path": "/cache/kernels"}]}`, hub.URL+"/w.bin", sha, commit)
+			"cache_mounts": [{"name": "kernels", "path": "/cache/kernels", "seed": "seed"}]}`, hub.URL+"/w.bin", sha, commit)
 		body := tarball(t, map[string]string{
 			"Dockerfile":         "FROM scratch\nCOPY runner /runner\nWORKDIR /app\n",
 			"skiff.project.json": manifest,
 			"runner":             string(runner),
+			"seed/prebuilt.txt":  "from the seed",
 		})
 		var rec struct {
 			StatusURL string `json:"status_url"`
@@ -106,21 +107,26 @@ func TestDataSourcesEndToEnd(t *testing.T) {
 	}
 
 	task, r := run("models", sandboxtest.Payload{
-		ReadFile:  []string{"/data/w.bin", "/models/tiny/config.json", "/models/tiny/model.safetensors", "/models/tiny/README.md"},
+		ReadFile: []string{"/data/w.bin", "/models/tiny/config.json", "/models/tiny/model.safetensors", "/models/tiny/README.md",
+			"/cache/kernels/prebuilt.txt"},
 		WriteFile: []string{"/data/w.bin", "/cache/kernels/built"},
 	})
 	if task["status"] != "succeeded" {
 		t.Fatalf("task: %v", task)
 	}
 	if r.Reads["/data/w.bin"] != string(weights) || r.Reads["/models/tiny/config.json"] != `{"layers":2}` ||
-		r.Reads["/models/tiny/model.safetensors"] != "tensor bytes" || !strings.HasPrefix(r.Reads["/models/tiny/README.md"], "error:") {
+		r.Reads["/models/tiny/model.safetensors"] != "tensor bytes" || !strings.HasPrefix(r.Reads["/models/tiny/README.md"], "error:") ||
+		r.Reads["/cache/kernels/prebuilt.txt"] != "from the seed" {
+		r.Reads["/data/w.bin"] = fmt.Sprintf("(%d bytes)", len(r.Reads["/data/w.bin"]))
 		t.Errorf("reads: %v", r.Reads)
 	}
 	if r.WriteErrors["/data/w.bin"] == "" || r.WriteErrors["/cache/kernels/built"] != "" {
 		t.Errorf("writes: %v, want the data source read-only and the cache mount writable", r.WriteErrors)
 	}
-	_, r = run("models", sandboxtest.Payload{ReadFile: []string{"/cache/kernels/built"}})
-	if r.Reads["/cache/kernels/built"] != "x" {
+	// The seeded file belongs to the runner: it can overwrite it.
+	_, r = run("models", sandboxtest.Payload{WriteFile: []string{"/cache/kernels/prebuilt.txt"},
+		ReadFile: []string{"/cache/kernels/built", "/cache/kernels/prebuilt.txt"}})
+	if r.Reads["/cache/kernels/built"] != "x" || r.Reads["/cache/kernels/prebuilt.txt"] != "x" {
 		t.Errorf("cache mount in the next task: %v", r.Reads)
 	}
 	if n := hub.Count("/w.bin"); n != 1 {

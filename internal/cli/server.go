@@ -239,7 +239,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	defer stopSweep()
 	go (&artifact.Sweeper{Tasks: f.artifacts.sweepTasks(arts, jobs, clk), Logger: log.With("component", "sweeper")}).Run(sweepCtx)
 	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk, Artifacts: arts,
-		Log: log.With("component", "controller"), ImagesDir: imagesDir})
+		Log: log.With("component", "controller"), ImagesDir: imagesDir, SeedsDir: filepath.Join(dataDir, "seeds")})
 	hosts = ctrl.HostCounts
 	mux := http.NewServeMux()
 	mux.Handle("/agent/v1/", httpapi.AgentHandler(ctrl, log.With("component", "agentapi")))

@@ -56,6 +56,9 @@ type ControllerConfig struct {
 	// ImagesDir is the controller's OCI image store (<dir>/<hex>); a host
 	// on this machine reads image layouts from it directly.
 	ImagesDir string
+	// SeedsDir holds the cache mounts' seeds kept at publish
+	// (project.SeedDir); hosts sharing this filesystem seed from it.
+	SeedsDir string
 	// HeartbeatInterval is the longest a host may go without a lease
 	// request; hosts long-poll at most this long. Default 10 s.
 	HeartbeatInterval time.Duration

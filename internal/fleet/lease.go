@@ -13,6 +13,7 @@ import (
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/project/manifest"
 	"github.com/skiffhq/skiff/internal/store"
 )
@@ -234,7 +235,7 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 		// An older host would run the task without its inputs.
 		return nil, fmt.Errorf("task %s has artifact inputs; host %s speaks protocol %d, which cannot fetch them", t.ID, h.id, h.protocol)
 	}
-	sources, caches := mountsOf(rs)
+	sources, caches := c.mountsOf(rs)
 	if len(sources)+len(caches) > 0 && h.protocol < 4 {
 		// An older host would run the task without its mounts.
 		return nil, fmt.Errorf("the revision of task %s has data sources or cache mounts; host %s speaks protocol %d, which cannot mount them", t.ID, h.id, h.protocol)
@@ -250,11 +251,15 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 
 // mountsOf turns the revision's data sources and cache mounts into their
 // wire form.
-func mountsOf(rs *job.RunSpec) ([]agentproto.DataSource, []agentproto.CacheMount) {
+func (c *Controller) mountsOf(rs *job.RunSpec) ([]agentproto.DataSource, []agentproto.CacheMount) {
 	sources := wireDataSources(rs.DataSources)
 	var caches []agentproto.CacheMount
 	for _, cm := range rs.CacheMounts {
-		caches = append(caches, agentproto.CacheMount{Name: cm.Name, Path: cm.Path})
+		w := agentproto.CacheMount{Name: cm.Name, Path: cm.Path}
+		if cm.Seed != "" && c.cfg.SeedsDir != "" {
+			w.Seed = project.SeedDir(c.cfg.SeedsDir, rs.Job.PushID, cm.Name)
+		}
+		caches = append(caches, w)
 	}
 	return sources, caches
 }

@@ -20,6 +20,11 @@ type Mount struct {
 	// as it does the working directory).
 	Destination string
 	ReadOnly    bool
+	// Seed, for a writable mount, is a host directory whose contents
+	// fill Source while Source is missing or empty. The copy is made
+	// beside Source and renamed into place, so no attempt ever sees half
+	// a seed.
+	Seed string
 }
 
 // validMount checks one mount; the attempt's directories under

@@ -53,6 +53,9 @@ func Prepare(spec *Spec, owner *Owner, runner Dirs) (Dirs, error) {
 		if m.ReadOnly {
 			continue
 		}
+		if err := seedMount(m, owner); err != nil {
+			return Dirs{}, err
+		}
 		if err := os.MkdirAll(m.Source, 0o700); err != nil {
 			return Dirs{}, fmt.Errorf("create cache mount dir: %w", err)
 		}

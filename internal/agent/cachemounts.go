@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,8 +16,10 @@ import (
 )
 
 // cacheMounts keeps the projects' cache mounts on this host:
-// <root>/<project id>/<cache name>, each a writable directory shared by
-// the project's attempts and kept between them and between revisions.
+// <root>/<project id>/<epoch>/<cache name>, each a writable directory
+// shared by the project's attempts and kept between them and between
+// revisions. Invalidating the project moves it to a new epoch; the older
+// epochs' directories are removed once no attempt holds them.
 // With a cap, whole caches that no attempt holds are removed, least
 // recently used first, once the total passes it.
 type cacheMounts struct {
@@ -29,11 +33,44 @@ type cacheMounts struct {
 
 // dir is the cache directory of a project's cache (created by the
 // sandbox driver, which chowns it to the runner).
-func (c *cacheMounts) dir(projectID, name string) (string, error) {
-	if !sandbox.ValidAttemptID(projectID) || !sandbox.ValidAttemptID(name) {
-		return "", fmt.Errorf("invalid project id %q or cache name %q", projectID, name)
+func (c *cacheMounts) dir(projectID string, epoch int64, name string) (string, error) {
+	if !sandbox.ValidAttemptID(projectID) || !sandbox.ValidAttemptID(name) || epoch < 0 {
+		return "", fmt.Errorf("invalid project id %q, epoch %d or cache name %q", projectID, epoch, name)
 	}
-	return filepath.Join(c.root, projectID, name), nil
+	c.dropOldEpochs(filepath.Join(c.root, projectID), epoch)
+	return filepath.Join(c.root, projectID, strconv.FormatInt(epoch, 10), name), nil
+}
+
+// dropOldEpochs removes a project's cache directories of epochs before
+// epoch that no attempt holds.
+func (c *cacheMounts) dropOldEpochs(projectDir string, epoch int64) {
+	list, err := os.ReadDir(projectDir)
+	if err != nil {
+		return
+	}
+	for _, e := range list {
+		n, err := strconv.ParseInt(e.Name(), 10, 64)
+		if err != nil || n >= epoch {
+			continue
+		}
+		dir := filepath.Join(projectDir, e.Name())
+		c.mu.Lock()
+		held := false
+		for d := range c.inUse {
+			held = held || strings.HasPrefix(d, dir+string(filepath.Separator))
+		}
+		trash := dir + ".invalidated"
+		if !held && os.Rename(dir, trash) != nil {
+			held = true
+		}
+		c.mu.Unlock()
+		if !held {
+			if err := os.RemoveAll(trash); err != nil {
+				c.log.Warn("remove invalidated cache mounts", "dir", dir, "err", err)
+			}
+			c.log.Info("cache mounts of an invalidated epoch removed", "dir", dir)
+		}
+	}
 }
 
 // hold marks dir in use until the returned release, which records the use
@@ -70,19 +107,18 @@ func (c *cacheMounts) evict() {
 	}
 	var caches []cache
 	var total int64
-	projects, _ := os.ReadDir(c.root)
-	for _, p := range projects {
-		names, _ := os.ReadDir(filepath.Join(c.root, p.Name()))
-		for _, n := range names {
-			dir := filepath.Join(c.root, p.Name(), n.Name())
-			info, err := os.Stat(dir)
-			if err != nil {
-				continue
-			}
-			size := dirSize(dir)
-			total += size
-			caches = append(caches, cache{dir, info.ModTime(), size})
+	dirs, _ := filepath.Glob(filepath.Join(c.root, "*", "*", "*"))
+	for _, dir := range dirs {
+		if strings.Contains(filepath.Base(dir), ".") {
+			continue // a seed being copied, or a cache being removed
 		}
+		info, err := os.Stat(dir)
+		if err != nil || !info.IsDir() {
+			continue
+		}
+		size := dirSize(dir)
+		total += size
+		caches = append(caches, cache{dir, info.ModTime(), size})
 	}
 	slices.SortFunc(caches, func(a, b cache) int { return a.used.Compare(b.used) })
 	for _, k := range caches {

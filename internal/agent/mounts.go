@@ -55,7 +55,7 @@ func (at *attempt) mounts(ctx context.Context, rootfs string) ([]sandbox.Mount, 
 		out = append(out, sandbox.Mount{Source: src, Destination: ds.MountPath, ReadOnly: true})
 	}
 	for _, cm := range asg.CacheMounts {
-		src, err := at.a.cacheMounts.dir(asg.ProjectID, cm.Name)
+		src, err := at.a.cacheMounts.dir(asg.ProjectID, cm.Epoch, cm.Name)
 		if err == nil {
 			err = ensureMountPoint(rootfs, cm.Path, true)
 		}

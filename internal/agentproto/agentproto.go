@@ -280,6 +280,9 @@ type CacheMount struct {
 	// manifest's seed, copied into the cache while it is empty; only a
 	// host that shares that filesystem (the local host) can use it.
 	Seed string `json:"seed,omitempty"`
+	// Epoch moves on when the project is invalidated: the host keeps
+	// caches per epoch and removes older epochs' no task holds.
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // EventKind is the kind of an AttemptEvent.

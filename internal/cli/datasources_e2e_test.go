@@ -132,6 +132,12 @@ func TestDataSourcesEndToEnd(t *testing.T) {
 	if n := hub.Count("/w.bin"); n != 1 {
 		t.Errorf("url source fetched %d times in all, want once for the host", n)
 	}
+	// invalidate wipes the cache mounts: the next task finds the seed alone.
+	c.Post(t, "/api/v1/projects/models/invalidate", map[string]any{}).Want(t, http.StatusOK)
+	_, r = run("models", sandboxtest.Payload{ReadFile: []string{"/cache/kernels/built", "/cache/kernels/prebuilt.txt"}})
+	if !strings.HasPrefix(r.Reads["/cache/kernels/built"], "error:") || r.Reads["/cache/kernels/prebuilt.txt"] != "from the seed" {
+		t.Errorf("after invalidate: %v, want the seed alone", r.Reads)
+	}
 
 	wrong := strings.Repeat("0", 64)
 	push("broken", wrong)

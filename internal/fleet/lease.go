@@ -255,7 +255,7 @@ func (c *Controller) mountsOf(rs *job.RunSpec) ([]agentproto.DataSource, []agent
 	sources := wireDataSources(rs.DataSources)
 	var caches []agentproto.CacheMount
 	for _, cm := range rs.CacheMounts {
-		w := agentproto.CacheMount{Name: cm.Name, Path: cm.Path}
+		w := agentproto.CacheMount{Name: cm.Name, Path: cm.Path, Epoch: rs.CacheEpoch}
 		if cm.Seed != "" && c.cfg.SeedsDir != "" {
 			w.Seed = project.SeedDir(c.cfg.SeedsDir, rs.Job.PushID, cm.Name)
 		}

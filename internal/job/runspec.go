@@ -23,6 +23,9 @@ type RunSpec struct {
 	// DataSources and CacheMounts are the revision's manifest's.
 	DataSources []manifest.DataSource
 	CacheMounts []manifest.CacheMount
+	// CacheEpoch is the project's cache-mount epoch when the spec was
+	// read; invalidate moves it on.
+	CacheEpoch int64
 }
 
 // RunSpec resolves how j's tasks run. It reads the job's revision, which
@@ -48,6 +51,11 @@ func (s *Service) RunSpec(ctx context.Context, j *store.Job) (*RunSpec, error) {
 	}
 	for k, v := range m.Entrypoint.Env {
 		rs.Env[k] = v
+	}
+	if len(m.CacheMounts) > 0 {
+		if rs.CacheEpoch, err = s.store.ProjectCacheEpoch(ctx, j.ProjectID); err != nil && err != store.ErrNotFound {
+			return nil, fmt.Errorf("cache epoch of project %s: %w", j.ProjectID, err)
+		}
 	}
 	p, err := s.store.ProjectGetByID(ctx, j.ProjectID)
 	switch {

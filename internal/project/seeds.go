@@ -2,8 +2,6 @@ package project
 
 import (
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -40,49 +38,14 @@ func (s *Service) keepSeeds(pu *store.Push, m *manifest.Manifest) error {
 	return nil
 }
 
-// copyTree copies the directories, regular files and symlinks under src
-// to dst, which must not exist. os.Root keeps the reads inside src
-// whatever links the project holds.
+// copyTree copies src to dst, which must not exist. os.Root keeps the
+// reads inside src whatever links the project holds; links are copied as
+// links.
 func copyTree(src, dst string) error {
 	root, err := os.OpenRoot(src)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	return fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, filepath.FromSlash(p))
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := root.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
-		case d.Type().IsRegular():
-			return copyFile(root, p, target)
-		}
-		return nil // devices and the like have no place in a cache
-	})
-}
-
-func copyFile(root *os.Root, name, dst string) error {
-	in, err := root.Open(name)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return os.CopyFS(dst, root.FS())
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -42,55 +41,16 @@ func seedMount(m Mount, owner *Owner) error {
 	return nil
 }
 
-// copySeed copies the directories, regular files and symlinks of src to
-// dst, chowning each to owner (the runner must be able to change them).
+// copySeed copies src to dst (links as links) and chowns everything to
+// owner: the runner must be able to change what the seed put there.
 func copySeed(src, dst string, owner *Owner) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		return err
+	}
+	return filepath.WalkDir(dst, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			if err := os.Mkdir(target, 0o755); err != nil {
-				return err
-			}
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			if err := os.Symlink(link, target); err != nil {
-				return err
-			}
-		case d.Type().IsRegular():
-			if err := copyRegular(p, target); err != nil {
-				return err
-			}
-		default:
-			return nil
-		}
-		return chown(target, owner)
+		return chown(p, owner)
 	})
-}
-
-func copyRegular(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

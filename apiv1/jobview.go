@@ -387,9 +387,24 @@ type ResultList struct {
 	Offset  int               `json:"offset"`
 	// AppliedFilters echoes the filters used, defaults included (status);
 	// Ignored names accepted parameters that do not filter (user_id,
-	// recipe_*, group_by).
+	// recipe_*).
 	AppliedFilters ResultFilters     `json:"applied_filters"`
 	ResultGuide    map[string]string `json:"result_guide"`
+	// GroupBy and Groups answer group_by: every job the filters select
+	// (not only this page) grouped by that field.
+	GroupBy *string        `json:"group_by,omitempty"`
+	Groups  *[]ResultGroup `json:"groups,omitempty"`
+}
+
+// ResultGroup is one group of GET /api/v1/results?group_by. Key is null
+// for the jobs without the field (no tag, no client_ref).
+type ResultGroup struct {
+	Key              *string        `json:"key"`
+	Count            int            `json:"count"`
+	StatusCounts     map[string]int `json:"status_counts"`
+	CostUSD          USD            `json:"cost_usd"`
+	FirstSubmittedAt time.Time      `json:"first_submitted_at"`
+	LastCompletedAt  *time.Time     `json:"last_completed_at"`
 }
 
 // ResultFilters are the filters of GET /api/v1/results as applied.

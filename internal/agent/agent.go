@@ -65,6 +65,15 @@ type Config struct {
 	// on this host; empty means <WorkRoot>-inputs. On the same filesystem
 	// as WorkRoot, inputs are hard-linked into attempts, not copied.
 	InputRoot string
+	// DataSources fetches and holds the revisions' data sources; nil
+	// fails the attempts of revisions that declare any (a host error).
+	DataSources DataSources
+	// CacheMountRoot holds the projects' cache mounts, one directory per
+	// project and cache name; empty means <CacheRoot>-mounts.
+	CacheMountRoot string
+	// CacheMountMaxBytes caps CacheMountRoot: whole caches no attempt
+	// holds are removed, least recently used first, past it. 0: no cap.
+	CacheMountMaxBytes int64
 	// Slots is how many attempts run at once; 0 means runtime.NumCPU().
 	Slots int
 	// Profile describes the host; the zero value means DetectProfile().
@@ -128,6 +137,7 @@ type Agent struct {
 	clk clock.Clock
 
 	inputs       *inputCache
+	cacheMounts  *cacheMounts
 	inputFetches atomic.Int64 // input fetches that went to the controller
 
 	mu       sync.Mutex
@@ -188,11 +198,15 @@ func New(cfg Config) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.CacheMountRoot == "" {
+		cfg.CacheMountRoot = strings.TrimRight(cfg.CacheRoot, "/") + "-mounts"
+	}
 	if cfg.InputRoot == "" {
 		cfg.InputRoot = strings.TrimRight(cfg.WorkRoot, "/") + "-inputs"
 	}
 	return &Agent{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, running: make(map[string]*attempt),
-		inputs: &inputCache{dir: cfg.InputRoot}}, nil
+		inputs:      &inputCache{dir: cfg.InputRoot},
+		cacheMounts: &cacheMounts{root: cfg.CacheMountRoot, maxBytes: cfg.CacheMountMaxBytes, log: cfg.Logger, inUse: map[string]int{}}}, nil
 }
 
 // InputFetches counts artifact inputs this host fetched from the

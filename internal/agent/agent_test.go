@@ -235,11 +235,12 @@ func newImage(t *testing.T) image {
 	return image{layoutDir, digest, c}
 }
 
-// startAgent runs an agent against fc until the test ends.
-func startAgent(t *testing.T, fc *fakeController, d sandbox.Driver, img image) {
+// startAgent runs an agent against fc until the test ends; opts adjust
+// its configuration.
+func startAgent(t *testing.T, fc *fakeController, d sandbox.Driver, img image, opts ...func(*agent.Config)) {
 	t.Helper()
 	dir := t.TempDir()
-	a, err := agent.New(agent.Config{
+	cfg := agent.Config{
 		Controller:       &agenthttp.Client{BaseURL: fc.srv.URL, Token: testToken},
 		Driver:           d,
 		Images:           img.cache,
@@ -252,7 +253,11 @@ func startAgent(t *testing.T, fc *fakeController, d sandbox.Driver, img image) {
 		ProgressInterval: time.Second,
 		ShutdownGrace:    30 * time.Second,
 		Logger:           slog.New(slog.NewTextHandler(testWriter{t}, nil)),
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a, err := agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,6 +158,13 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 	if err != nil {
 		return nil, err
 	}
+	// Before the sandbox starts, so the fetch is neither metered nor
+	// counted against the task's timeout.
+	mounts, release, err := at.mounts(ctx, img.RootFS)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	// With a controller that takes uploads, the whole output is kept
 	// beside the work dir (outside what the runner sees) and results
 	// beyond the inline limit are spilled instead of dropped.
@@ -187,6 +194,7 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 		WorkDir:        workDir,
 		MaxResultBytes: maxResult,
 		CacheDir:       filepath.Join(cfg.CacheRoot, asg.ProjectID),
+		Mounts:         mounts,
 		CPU:            asg.CPU,
 		MemoryMB:       asg.MemoryMB,
 		Network:        asg.Network,

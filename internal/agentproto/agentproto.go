@@ -54,7 +54,12 @@ import (
 //     ArtifactError, ResultArtifactID, OutputArtifactID). A version-2 host
 //     would ignore Inputs, so the controller gives a task with inputs only
 //     to hosts of version 3 or later; tasks without inputs run on any.
-const ProtocolVersion = 3
+//   - 4: Assignment.DataSources and CacheMounts: the revision's manifest
+//     data sources, which the host fetches into its content-addressed
+//     data cache and mounts read-only, and its cache mounts, which it
+//     mounts writable from a per-project directory kept between tasks.
+//     Tasks of revisions with either go only to hosts of version 4.
+const ProtocolVersion = 4
 
 // MinProtocolVersion is the oldest version the controller still accepts,
 // so that hosts can be upgraded one at a time. The controller answers a
@@ -232,10 +237,52 @@ type Assignment struct {
 	// Inputs (version 3) are the task's artifact inputs.
 	Inputs []InputArtifact `json:"inputs,omitempty"`
 
+	// DataSources and CacheMounts (version 4) come from the revision's
+	// manifest (data_sources, cache_mounts).
+	DataSources []DataSource `json:"data_sources,omitempty"`
+	CacheMounts []CacheMount `json:"cache_mounts,omitempty"`
+
 	CPU      float64 `json:"cpu"`
 	MemoryMB int64   `json:"memory_mb"`
 	TimeoutS int     `json:"timeout_s"` // 0: no timeout
 	Network  bool    `json:"network"`
+}
+
+// Data source kinds (the manifest's data_sources[].source).
+const (
+	DataSourceURL         = "url"
+	DataSourceHuggingFace = "huggingface"
+)
+
+// DataSource is one immutable input of a revision, mounted read-only at
+// MountPath: one file (url) or a directory in the repo's layout
+// (huggingface).
+type DataSource struct {
+	Name      string `json:"name"`
+	Source    string `json:"source"`
+	MountPath string `json:"mount_path"`
+	// url
+	URI    string `json:"uri,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	// huggingface
+	Repo     string   `json:"repo,omitempty"`
+	RepoType string   `json:"repo_type,omitempty"`
+	Revision string   `json:"revision,omitempty"`
+	Include  []string `json:"include,omitempty"`
+}
+
+// CacheMount is a writable directory of the project on the host, kept
+// between tasks and revisions, mounted at Path.
+type CacheMount struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+	// Seed is a directory on the controller's machine holding the
+	// manifest's seed, copied into the cache while it is empty; only a
+	// host that shares that filesystem (the local host) can use it.
+	Seed string `json:"seed,omitempty"`
+	// Epoch moves on when the project is invalidated: the host keeps
+	// caches per epoch and removes older epochs' no task holds.
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // EventKind is the kind of an AttemptEvent.

@@ -50,6 +50,13 @@ func (s *Service) refusedAddr(ip netip.Addr) string {
 	if s.allowPrivate {
 		return ""
 	}
+	return RefusedAddr(ip)
+}
+
+// RefusedAddr says why ip, not being a public address of another machine,
+// may not be reached from an operator's network without the operator's
+// leave, or "" when it may: external artifacts and data sources share it.
+func RefusedAddr(ip netip.Addr) string {
 	ip = ip.Unmap()
 	for _, p := range blockedPrefixes {
 		if p.Contains(ip) {

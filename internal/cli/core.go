@@ -31,6 +31,7 @@ import (
 type localHost struct {
 	local  *fleet.Local
 	images *ociimage.Cache
+	data   agent.DataSources
 }
 
 // core is the controller's background work: the build queue, the
@@ -100,11 +101,12 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties,
 		host, err = agent.New(agent.Config{
 			Controller: &agenthttp.Client{BaseURL: controllerURL, Token: token},
 			Driver:     driver, Images: images,
-			WorkRoot:  filepath.Join(dataDir, "host", "work"),
-			CacheRoot: filepath.Join(dataDir, "host", "cache"),
-			Slots:     f.host.slots,
-			Capacity:  agentCapacity(f),
-			Logger:    log.With("component", "host"),
+			WorkRoot:    filepath.Join(dataDir, "host", "work"),
+			CacheRoot:   filepath.Join(dataDir, "host", "cache"),
+			DataSources: lh.data, CacheMountMaxBytes: gib(f.data.cacheMountsGB),
+			Slots:    f.host.slots,
+			Capacity: agentCapacity(f),
+			Logger:   log.With("component", "host"),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("local host: %w", err)

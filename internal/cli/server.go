@@ -47,6 +47,7 @@ type serverFlags struct {
 	artifacts    artifactFlags
 	dutyLease    time.Duration
 	heartbeat    time.Duration
+	data         dataFlags
 }
 
 // streamFlags configure the event streams (docs/streams.md).
@@ -111,6 +112,7 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	f.rates.register(fs)
 	f.payments.register(fs)
 	f.artifacts.register(fs)
+	f.data.register(fs)
 	return fs
 }
 
@@ -134,6 +136,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	if _, err := f.rates.validate(); err != nil {
 		return err // before anything is opened
+	}
+	if err := f.data.validate(); err != nil {
+		return err
 	}
 	payCfg, walletPolicy, err := f.payments.config(f.listen)
 	if err != nil {
@@ -228,6 +233,12 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		images = shared.images
 		local.SetImages(shared.images)
 	}
+	// One data-source cache for the local host: init fills it, tasks read it.
+	dataSources, err := f.data.cache(filepath.Join(dataDir, "host", "data"), log.With("component", "host"))
+	if err != nil {
+		return err
+	}
+	local.DataSources = dataSources
 	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir,
 		Jobs: jobs, Preparer: local, Floor: bill, OnBuild: set.ObserveBuild, Contexts: shared.contexts})
 	defer projects.Close()
@@ -253,7 +264,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	duties.run(sweepCtx, dutySweeps, sweeper.Run)
 	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk, Artifacts: arts,
 		Log: log.With("component", "controller"), ImagesDir: imagesDir, Images: images, Presence: duties.presence,
-		HeartbeatInterval: f.heartbeat})
+		HeartbeatInterval: f.heartbeat, SeedsDir: filepath.Join(dataDir, "seeds")})
 	hosts = ctrl.HostCounts
 	mux := http.NewServeMux()
 	mux.Handle("/agent/v1/", httpapi.AgentHandler(ctrl, log.With("component", "agentapi")))
@@ -266,7 +277,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	core, err := startCore(ctx, log, &f, duties, shared.images, dataDir, projects, localHost{local: local, images: hostImages}, ctrl,
+	core, err := startCore(ctx, log, &f, duties, shared.images, dataDir, projects, localHost{local: local, images: hostImages, data: dataSources}, ctrl,
 		"http://"+ln.Addr().String())
 	if err != nil {
 		_ = srv.Close()

@@ -60,6 +60,9 @@ type ControllerConfig struct {
 	// With several controllers it fetches the layouts this controller did
 	// not build from the shared blob store (imagestore.Shared).
 	Images ImageSource
+	// SeedsDir holds the cache mounts' seeds kept at publish
+	// (project.SeedDir); hosts sharing this filesystem seed from it.
+	SeedsDir string
 	// HeartbeatInterval is the longest a host may go without a lease
 	// request; hosts long-poll at most this long. Default 10 s.
 	HeartbeatInterval time.Duration

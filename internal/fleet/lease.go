@@ -13,6 +13,8 @@ import (
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/project"
+	"github.com/skiffhq/skiff/internal/project/manifest"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -255,12 +257,43 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 		// An older host would run the task without its inputs.
 		return nil, fmt.Errorf("task %s has artifact inputs; host %s speaks protocol %d, which cannot fetch them", t.ID, h.id, h.protocol)
 	}
+	sources, caches := c.mountsOf(rs)
+	if len(sources)+len(caches) > 0 && h.protocol < 4 {
+		// An older host would run the task without its mounts.
+		return nil, fmt.Errorf("the revision of task %s has data sources or cache mounts; host %s speaks protocol %d, which cannot mount them", t.ID, h.id, h.protocol)
+	}
 	return &agentproto.Assignment{
 		AttemptID: a.ID, TaskID: t.ID, JobID: t.JobID, ProjectID: rs.Job.ProjectID,
 		ImageDigest: rs.ImageDigest, ImageLayoutDir: layoutDir,
 		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: payload,
 		CPU: t.CPU, MemoryMB: t.MemoryMB, TimeoutS: int(rs.Request.TimeoutS), Inputs: inputs,
+		DataSources: sources, CacheMounts: caches,
 	}, nil
+}
+
+// mountsOf turns the revision's data sources and cache mounts into their
+// wire form.
+func (c *Controller) mountsOf(rs *job.RunSpec) ([]agentproto.DataSource, []agentproto.CacheMount) {
+	sources := wireDataSources(rs.DataSources)
+	var caches []agentproto.CacheMount
+	for _, cm := range rs.CacheMounts {
+		w := agentproto.CacheMount{Name: cm.Name, Path: cm.Path, Epoch: rs.CacheEpoch}
+		if cm.Seed != "" && c.cfg.SeedsDir != "" {
+			w.Seed = project.SeedDir(c.cfg.SeedsDir, rs.Job.PushID, cm.Name)
+		}
+		caches = append(caches, w)
+	}
+	return sources, caches
+}
+
+// wireDataSources is the wire form of a manifest's data sources.
+func wireDataSources(in []manifest.DataSource) []agentproto.DataSource {
+	var out []agentproto.DataSource
+	for _, ds := range in {
+		out = append(out, agentproto.DataSource{Name: ds.Name, Source: ds.Source, MountPath: ds.MountPath,
+			URI: ds.URI, SHA256: ds.SHA256, Repo: ds.Repo, RepoType: ds.RepoType, Revision: ds.Revision, Include: ds.Include})
+	}
+	return out
 }
 
 // runSpecs caches how each job's tasks run: a job's revision never

@@ -4,14 +4,17 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/ociimage"
+	"github.com/skiffhq/skiff/internal/project/manifest"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -22,6 +25,16 @@ type Local struct {
 	imagesDir string
 	cache     *ociimage.Cache
 	images    ImageSource
+	// DataSources, when set, is the host's data-source cache: Prepare
+	// fetches the revision's data sources into it, so that a prepared
+	// revision's tasks find them there.
+	DataSources DataSourceFetcher
+}
+
+// DataSourceFetcher fetches a data source onto the host and holds it until
+// release (agent.DataSources; the agent's own cache).
+type DataSourceFetcher interface {
+	Acquire(ctx context.Context, ds agentproto.DataSource) (path string, release func(), err error)
 }
 
 // SetImages makes the host open image layouts through src (a shared image
@@ -74,6 +87,31 @@ func (l *Local) Prepare(ctx context.Context, hostID string, pu *store.Push) erro
 	}
 	if _, err := l.cache.Unpack(ctx, dir, pu.ImageDigest); err != nil {
 		return fmt.Errorf("unpack image: %w", err)
+	}
+	return l.prepareDataSources(ctx, pu)
+}
+
+// prepareDataSources fetches the revision's data sources, so that init
+// means the inputs are on the host; tasks fetch what a host still lacks.
+func (l *Local) prepareDataSources(ctx context.Context, pu *store.Push) error {
+	var m manifest.Manifest
+	if len(pu.Manifest) > 0 {
+		if err := json.Unmarshal(pu.Manifest, &m); err != nil {
+			return fmt.Errorf("manifest of %s: %w", pu.ID, err)
+		}
+	}
+	if len(m.DataSources) == 0 {
+		return nil
+	}
+	if l.DataSources == nil {
+		return errors.New("this host cannot fetch data sources")
+	}
+	for _, ds := range wireDataSources(m.DataSources) {
+		_, release, err := l.DataSources.Acquire(ctx, ds)
+		if err != nil {
+			return fmt.Errorf("data source %q: %w", ds.Name, err)
+		}
+		release()
 	}
 	return nil
 }

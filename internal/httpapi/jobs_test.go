@@ -32,6 +32,7 @@ func jobSuite() []apiCase {
 		{"edit_requirements", testEditRequirements},
 		{"execution_views", testExecutionViews},
 		{"result_list", testResultList},
+		{"result_groups", testResultGroups},
 	}
 }
 

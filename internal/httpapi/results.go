@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/fault"
@@ -22,10 +23,9 @@ const (
 var terminalStatuses = []store.JobStatus{store.JobCompleted, store.JobPartial, store.JobFailed, store.JobCancelled}
 
 // ignoredResultParams are accepted by GET /results for compatibility but
-// do not filter: the list is always the caller's account's (user_id), the
-// recipe cache is retired from the public contract, and grouping is not
-// offered.
-var ignoredResultParams = []string{"user_id", "recipe_cache_key", "recipe_cache_scope", "recipe_cache_hit", "group_by"}
+// do not filter: the list is always the caller's account's (user_id) and
+// the recipe cache is retired from the public contract.
+var ignoredResultParams = []string{"user_id", "recipe_cache_key", "recipe_cache_scope", "recipe_cache_hit"}
 
 // resultGuide explains how to read a result; GET /results carries it.
 var resultGuide = map[string]string{
@@ -38,7 +38,8 @@ var resultGuide = map[string]string{
 	"error":             "The last ~1000 characters of stderr of a failed task; see GET /api/v1/jobs/{id}/tasks for attempts, exit codes and live feedback.",
 	"result_quality":    "Reserved: always null; result_warnings is always an empty list. Neither affects status.",
 	"links":             "job, tasks, stream and result address the job's other views.",
-	"ignored_filters":   "user_id, recipe_cache_key, recipe_cache_scope, recipe_cache_hit and group_by are accepted and ignored; applied_filters.ignored lists those sent.",
+	"ignored_filters":   "user_id, recipe_cache_key, recipe_cache_scope and recipe_cache_hit are accepted and ignored; applied_filters.ignored lists those sent.",
+	"groups":            "Only with group_by (status, project, type, tag or client_ref): every job the other filters select, not only this page, grouped by that field, ordered by key with null (no tag, no client_ref) last; a job with several tags counts in each. Each group has count, status_counts, cost_usd (metered so far), first_submitted_at and last_completed_at.",
 	"paging_and_limits": "limit 1-100 (default 20) and offset >= 0 page through the jobs, newest first; total counts every match.",
 }
 
@@ -103,6 +104,10 @@ func (s *Server) resultList(w http.ResponseWriter, r *http.Request) error {
 				"include_tasks %q is not true or false", v).With("field", "include_tasks")
 		}
 	}
+	groupBy, err := parseGroupBy(r)
+	if err != nil {
+		return err
+	}
 	f, err := s.parseJobFilters(r, terminalStatuses, true)
 	if err != nil {
 		return err
@@ -127,6 +132,19 @@ func (s *Server) resultList(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := apiv1.ResultList{Results: []apiv1.ResultListEntry{}, Limit: limit, Offset: offset,
 		AppliedFilters: applied, ResultGuide: resultGuide}
+	if groupBy != "" {
+		key, groups := string(groupBy), []apiv1.ResultGroup{}
+		out.GroupBy, out.Groups = &key, &groups
+		if !f.noMatch {
+			gs, err := s.jobs.Groups(r.Context(), &f.params, groupBy)
+			if err != nil {
+				return err
+			}
+			for _, g := range gs {
+				groups = append(groups, resultGroupView(g))
+			}
+		}
+	}
 	if !f.noMatch {
 		f.params.Limit, f.params.Offset = limit, offset
 		jobs, total, err := s.jobs.List(r.Context(), &f.params)
@@ -145,6 +163,34 @@ func (s *Server) resultList(w http.ResponseWriter, r *http.Request) error {
 	out.Count = len(out.Results)
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// parseGroupBy reads group_by; "" when absent or empty.
+func parseGroupBy(r *http.Request) (store.JobGroupKey, error) {
+	v := r.URL.Query().Get("group_by")
+	if v == "" {
+		return "", nil
+	}
+	for _, k := range store.JobGroupKeys {
+		if string(k) == v {
+			return k, nil
+		}
+	}
+	keys := make([]string, len(store.JobGroupKeys))
+	for i, k := range store.JobGroupKeys {
+		keys[i] = string(k)
+	}
+	return "", fault.Invalid("invalid_group_by", "Group by one of: "+strings.Join(keys, ", ")+".",
+		"group_by %q is not a field results can be grouped by", v).With("field", "group_by").With("allowed", keys)
+}
+
+func resultGroupView(g store.JobGroup) apiv1.ResultGroup {
+	v := apiv1.ResultGroup{Key: g.Key, Count: g.Count, StatusCounts: map[string]int{}, CostUSD: apiv1.USD(g.CostMicros),
+		FirstSubmittedAt: g.FirstSubmittedAt, LastCompletedAt: g.LastCompletedAt}
+	for st, n := range g.StatusCounts {
+		v.StatusCounts[string(st)] = n
+	}
+	return v
 }
 
 func (s *Server) resultListEntry(r *http.Request, j *store.Job, includeTasks bool) (apiv1.ResultListEntry, error) {

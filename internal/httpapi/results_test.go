@@ -79,6 +79,12 @@ func endJob(t *testing.T, f *fixture, jobID string, to store.JobStatus, msg stri
 // success (or failure when fail is set) and ends the job.
 func runJob(t *testing.T, f *fixture, jobID string, fail bool) {
 	t.Helper()
+	runJobMetered(t, f, jobID, fail, 0)
+}
+
+// runJobMetered is runJob with each attempt metered costMicros.
+func runJobMetered(t *testing.T, f *fixture, jobID string, fail bool, costMicros int64) {
+	t.Helper()
 	j, err := f.e.Store.JobGetByID(t.Context(), jobID)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +106,7 @@ func runJob(t *testing.T, f *fixture, jobID string, fail bool) {
 		startAttempt(t, f, a)
 		out := "out\n"
 		p := &store.AttemptFinishParams{AttemptID: a.ID, Status: store.AttemptSucceeded, TaskStatus: store.TaskSucceeded,
-			Result: json.RawMessage(`{"ok":true}`), Output: &out}
+			Result: json.RawMessage(`{"ok":true}`), Output: &out, CostMicros: costMicros}
 		if fail {
 			stderr := "Traceback: boom"
 			p.Status, p.TaskStatus, p.Result, p.ErrorText = store.AttemptFailed, store.TaskFailed, nil, &stderr
@@ -454,8 +460,8 @@ func testResultList(t *testing.T, f *fixture) {
 	}
 
 	// Ignored parameters are accepted, named, and change nothing.
-	ids, l, _ = resultIDs(t, c, "?user_id=acct_other&group_by=project&recipe_cache_hit=true")
-	if !slices.Equal(ids, []string{d.ID, b.ID, a.ID}) || !slices.Equal(l.AppliedFilters.Ignored, []string{"user_id", "recipe_cache_hit", "group_by"}) {
+	ids, l, _ = resultIDs(t, c, "?user_id=acct_other&recipe_cache_hit=true")
+	if !slices.Equal(ids, []string{d.ID, b.ID, a.ID}) || !slices.Equal(l.AppliedFilters.Ignored, []string{"user_id", "recipe_cache_hit"}) {
 		t.Errorf("ignored: got %v, applied %+v", ids, l.AppliedFilters)
 	}
 
@@ -493,6 +499,7 @@ func testResultList(t *testing.T, f *fixture) {
 		{"?include_tasks=maybe", "invalid_include_tasks", v},
 		{"?since=soon", "invalid_since", m},
 		{"?type=other", "invalid_type", v},
+		{"?group_by=user", "invalid_group_by", v},
 	} {
 		env := c.Do(t, apitest.Request{Method: "GET", Path: "/api/v1/results" + tc.query, Check: tc.check}).
 			Fail(t, http.StatusUnprocessableEntity)

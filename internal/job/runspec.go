@@ -20,6 +20,12 @@ type RunSpec struct {
 	Command     []string          // runner_command, else the manifest's entrypoint
 	Cwd         string            // the manifest's runtime.workdir
 	Env         map[string]string // manifest entrypoint env, then project env on top
+	// DataSources and CacheMounts are the revision's manifest's.
+	DataSources []manifest.DataSource
+	CacheMounts []manifest.CacheMount
+	// CacheEpoch is the project's cache-mount epoch when the spec was
+	// read; invalidate moves it on.
+	CacheEpoch int64
 }
 
 // RunSpec resolves how j's tasks run. It reads the job's revision, which
@@ -39,12 +45,17 @@ func (s *Service) RunSpec(ctx context.Context, j *store.Job) (*RunSpec, error) {
 		return nil, fmt.Errorf("job %s: manifest of %s: %w", j.ID, pu.ID, err)
 	}
 	rs := &RunSpec{Job: j, Request: sub, ImageDigest: pu.ImageDigest, Command: sub.RunnerCommand,
-		Cwd: m.Runtime.Workdir, Env: map[string]string{}}
+		Cwd: m.Runtime.Workdir, Env: map[string]string{}, DataSources: m.DataSources, CacheMounts: m.CacheMounts}
 	if len(rs.Command) == 0 {
 		rs.Command = m.Entrypoint.Command
 	}
 	for k, v := range m.Entrypoint.Env {
 		rs.Env[k] = v
+	}
+	if len(m.CacheMounts) > 0 {
+		if rs.CacheEpoch, err = s.store.ProjectCacheEpoch(ctx, j.ProjectID); err != nil && err != store.ErrNotFound {
+			return nil, fmt.Errorf("cache epoch of project %s: %w", j.ProjectID, err)
+		}
 	}
 	p, err := s.store.ProjectGetByID(ctx, j.ProjectID)
 	switch {

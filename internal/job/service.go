@@ -436,6 +436,15 @@ func (s *Service) List(ctx context.Context, p *store.JobListParams) ([]*store.Jo
 	return jobs, total, nil
 }
 
+// Groups groups every job p selects by one field.
+func (s *Service) Groups(ctx context.Context, p *store.JobListParams, by store.JobGroupKey) ([]store.JobGroup, error) {
+	groups, err := s.store.JobGroups(ctx, p, by)
+	if err != nil {
+		return nil, fmt.Errorf("group jobs: %w", err)
+	}
+	return groups, nil
+}
+
 // Tasks lists a job's tasks with their attempts.
 func (s *Service) Tasks(ctx context.Context, j *store.Job) ([]*store.Task, map[string][]*store.Attempt, error) {
 	tasks, err := s.store.TaskList(ctx, j.ID)

@@ -24,6 +24,7 @@ var adapters = map[string]string{
 	"cli":                     "the composition root: it wires engines, HTTP and the domain together",
 	"httpapi":                 "the HTTP adapter of the public API and of agentproto's controller side",
 	"agent/agenthttp":         "the host's HTTP client of agentproto (agent.Controller over HTTP)",
+	"agent/datasrc":           "fetches a revision's data sources (URLs, the Hugging Face hub) over HTTP(S) (agent.DataSources)",
 	"pricefeed":               "polls the operator's HTTP price feed for billing",
 	"bench":                   "skiff bench's harness: an HTTP client of the API and bare runsc runs",
 	"payment/facilitatorhttp": "the HTTP client of an x402 facilitator (payment.Facilitator)",

@@ -195,6 +195,12 @@ func (b *builds) run(ctx context.Context, queued *store.Push) {
 	log := s.log.With("push", pu.ID, "project", p.ID, "duration_ms", time.Since(start).Milliseconds())
 	switch {
 	case err == nil:
+		if err := s.keepSeeds(pu, &m); err != nil {
+			log.Error("keep cache mount seeds", "err", err)
+			b.finishFailed(ctx, pu, "the build failed on the platform side; this was not caused by your project",
+				"Push again in a few minutes; if it keeps failing, report it with push_ref "+pu.ID+".", tail.String())
+			return
+		}
 		now := s.clock.Now()
 		err = s.store.InTx(ctx, func(q store.Querier) error {
 			if _, err := q.PushFinish(ctx, &store.PushFinishParams{ID: pu.ID, Status: store.PushPublished,

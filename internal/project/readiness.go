@@ -28,6 +28,9 @@ type RuntimeCounts struct {
 	Invalidated int
 	PendingInit bool
 	LastReadyAt *time.Time
+	// FailedError is why a host failed to prepare the revision (a data
+	// source it could not fetch, an image it could not unpack).
+	FailedError string
 }
 
 // JobCounts is the project's queue.
@@ -104,6 +107,12 @@ func Readiness(in ReadinessInput) *apiv1.Readiness {
 			r.InitState, r.ProgressPhase, r.ReadyForJobs = "ready", "ready", true
 			r.StatusMessage = "The latest revision is published and prepared on every host."
 			r.NextAction = "Submit jobs: POST /api/v1/jobs"
+		case in.Runtime.Failed > 0 && !in.Runtime.PendingInit && in.Runtime.Initializing == 0:
+			r.InitState, r.ProgressPhase = "attention_required", "failed"
+			issue := "Preparing the revision on a host failed: " + in.Runtime.FailedError
+			r.LatestIssue = &issue
+			r.StatusMessage = issue
+			r.NextAction = "Fix what the issue names (for a data source: its uri, sha256, repo or revision), push again, or retry with POST /api/v1/projects/" + in.Name + "/init"
 		case in.Runtime.PendingInit || in.Runtime.Initializing > 0:
 			r.InitState, r.ProgressPhase = "refreshing", "refreshing"
 			r.StatusMessage = "The latest revision is published; hosts are preparing it."

@@ -118,12 +118,16 @@ func (s *Service) Invalidate(ctx context.Context, accountID, name string) (*Init
 	if err != nil {
 		return nil, fmt.Errorf("invalidate: %w", err)
 	}
+	// The project's cache mounts start empty (or from their seed) again.
+	if _, err := s.store.ProjectBumpCacheEpoch(ctx, p.ID, s.clock.Now()); err != nil {
+		return nil, fmt.Errorf("invalidate cache mounts: %w", err)
+	}
 	rd, err := s.Readiness(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	return &InitResult{Status: "invalidated", Readiness: rd,
-		StatusMessage: fmt.Sprintf("Marked %d prepared runtime(s) stale.", n),
+		StatusMessage: fmt.Sprintf("Marked %d prepared runtime(s) stale; the project's cache mounts start over.", n),
 		NextAction:    "Prepare hosts again with POST /api/v1/projects/" + name + "/init, or submit jobs (the first pays a cold start)."}, nil
 }
 
@@ -152,6 +156,7 @@ func (s *Service) runtimeCounts(ctx context.Context, projectID, contentHash stri
 			rc.PendingInit = true
 		case store.RuntimeFailed:
 			rc.Failed++
+			rc.FailedError = r.Error
 		case store.RuntimeStale:
 			rc.Stale++
 			rc.Invalidated++

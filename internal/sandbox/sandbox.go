@@ -74,6 +74,10 @@ type Spec struct {
 	// CacheDir is a host directory shared by the project's attempts on this
 	// host (SKIFF_TASK_CACHE_DIR). It is created if missing.
 	CacheDir string
+	// Mounts are further host paths bind-mounted into the sandbox (data
+	// sources, cache mounts). Drivers without a mount namespace refuse
+	// them.
+	Mounts []Mount
 
 	// CPU is the CPU limit in cores; 0 means no limit.
 	CPU float64

@@ -31,6 +31,11 @@ func (s *Spec) Validate() error {
 	if !filepath.IsAbs(s.CacheDir) {
 		errs = append(errs, fmt.Errorf("cache dir %q: must be an absolute path", s.CacheDir))
 	}
+	for _, m := range s.Mounts {
+		if err := validMount(m); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(s.Args) == 0 || !path.IsAbs(s.Args[0]) {
 		errs = append(errs, fmt.Errorf("args %q: want an absolute executable path first", s.Args))
 	}

@@ -49,6 +49,20 @@ func Prepare(spec *Spec, owner *Owner, runner Dirs) (Dirs, error) {
 	if err := chown(d.Cache, owner); err != nil {
 		return Dirs{}, err
 	}
+	for _, m := range spec.Mounts {
+		if m.ReadOnly {
+			continue
+		}
+		if err := seedMount(m, owner); err != nil {
+			return Dirs{}, err
+		}
+		if err := os.MkdirAll(m.Source, 0o700); err != nil {
+			return Dirs{}, fmt.Errorf("create cache mount dir: %w", err)
+		}
+		if err := chown(m.Source, owner); err != nil {
+			return Dirs{}, err
+		}
+	}
 	return d, nil
 }
 

@@ -279,6 +279,35 @@ type JobListParams struct {
 	Offset    int
 }
 
+// JobGroupKey names what GET /results?group_by groups jobs by.
+type JobGroupKey string
+
+// The keys jobs can be grouped by. A job with several tags counts once in
+// each of its tags' groups; a job without a tag (or client_ref) falls in the
+// group whose key is nil.
+const (
+	JobGroupStatus    JobGroupKey = "status"
+	JobGroupProject   JobGroupKey = "project"
+	JobGroupType      JobGroupKey = "type"
+	JobGroupTag       JobGroupKey = "tag"
+	JobGroupClientRef JobGroupKey = "client_ref"
+)
+
+// JobGroupKeys lists the keys in the order the API documents them.
+var JobGroupKeys = []JobGroupKey{JobGroupStatus, JobGroupProject, JobGroupType, JobGroupTag, JobGroupClientRef}
+
+// JobGroup is one group of the jobs a JobListParams selects (all of them,
+// not one page). CostMicros adds up the attempts' metered cost;
+// LastCompletedAt is nil when no job of the group has finished.
+type JobGroup struct {
+	Key              *string
+	Count            int
+	StatusCounts     map[JobStatus]int
+	CostMicros       int64
+	FirstSubmittedAt time.Time
+	LastCompletedAt  *time.Time
+}
+
 // JobSetStatusParams is a guarded job transition; From lists the statuses
 // the job may be in (nil: any). Only the statuses of From that JobTransitions
 // allows to move to To are accepted. Error, RecommendedAction and Summary
@@ -370,6 +399,9 @@ type JobStore interface {
 	JobGetByID(ctx context.Context, id string) (*Job, error)
 	// JobList returns one page and the total matching.
 	JobList(ctx context.Context, p *JobListParams) ([]*Job, int, error)
+	// JobGroups groups every job p selects (Limit and Offset are ignored)
+	// by one key, ordered by key with the nil key last.
+	JobGroups(ctx context.Context, p *JobListParams, by JobGroupKey) ([]JobGroup, error)
 	// JobSetStatus moves a job if it is in one of p.From and the move is in
 	// JobTransitions; ErrConflict otherwise, ErrNotFound when there is no job.
 	JobSetStatus(ctx context.Context, p *JobSetStatusParams) (*Job, error)

@@ -82,6 +82,11 @@ type ProjectStore interface {
 	// ProjectSetContentHash records the revision now active.
 	ProjectSetContentHash(ctx context.Context, id, contentHash string, now time.Time) error
 	ProjectDelete(ctx context.Context, id string) error
+	// ProjectCacheEpoch is the project's cache-mount epoch (0 at first);
+	// ProjectBumpCacheEpoch moves it on (invalidate) and returns the new
+	// one. Hosts keep cache mounts per epoch, so a new one starts empty.
+	ProjectCacheEpoch(ctx context.Context, id string) (int64, error)
+	ProjectBumpCacheEpoch(ctx context.Context, id string, now time.Time) (int64, error)
 
 	KVPut(ctx context.Context, p *KVPutParams) (*KVEntry, error)
 	KVGet(ctx context.Context, projectID, key string, now time.Time) (*KVEntry, error)

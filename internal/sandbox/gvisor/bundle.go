@@ -80,7 +80,7 @@ func ociSpec(p bundleParams) *specs.Spec {
 		},
 		Root:     &specs.Root{Path: s.RootFS, Readonly: true},
 		Hostname: "skiff",
-		Mounts:   mounts(p.Host, in),
+		Mounts:   append(mounts(p.Host, in), extraMounts(s.Mounts)...),
 		Linux: &specs.Linux{
 			CgroupsPath: p.CgroupsPath,
 			Resources:   resources(s, p.PidsOverhead),
@@ -111,6 +111,20 @@ func mounts(host, in sandbox.Dirs) []specs.Mount {
 		{Destination: in.Scratch, Type: "bind", Source: host.Scratch, Options: rw},
 		{Destination: in.Cache, Type: "bind", Source: host.Cache, Options: rw},
 	}
+}
+
+// extraMounts bind-mounts the spec's data sources read-only and its cache
+// mounts writable; neither may hold devices or set-id programs.
+func extraMounts(ms []sandbox.Mount) []specs.Mount {
+	var out []specs.Mount
+	for _, m := range ms {
+		opts := []string{"rbind", "rw", "nosuid", "nodev"}
+		if m.ReadOnly {
+			opts = []string{"rbind", "ro", "nosuid", "nodev"}
+		}
+		out = append(out, specs.Mount{Destination: m.Destination, Type: "bind", Source: m.Source, Options: opts})
+	}
+	return out
 }
 
 func resources(s *sandbox.Spec, pidsOverhead int64) *specs.LinuxResources {

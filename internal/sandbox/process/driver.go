@@ -99,6 +99,11 @@ func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, 
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	if len(spec.Mounts) > 0 {
+		// Without a mount namespace a data source or cache mount cannot
+		// appear at its path; running without it would be worse.
+		return nil, fmt.Errorf("process driver: cannot mount %s (data sources and cache mounts need the gvisor driver)", spec.Mounts[0].Destination)
+	}
 	if spec.Network {
 		d.log.Debug("network requested; the process driver always has the host's")
 	}

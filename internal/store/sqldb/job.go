@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/store"
@@ -234,15 +235,43 @@ func (q *queries) JobList(ctx context.Context, p *store.JobListParams) ([]*store
 	var list, count sqlBuilder
 	list.add(q.sql("JobListSelect"), p.AccountID)
 	count.add(q.sql("JobListCount"), p.AccountID)
+	if err := q.jobFilters(p, &list, &count); err != nil {
+		return nil, 0, err
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = math.MaxInt32
+	}
+	list.add(q.sql("JobListOrder"))
+	list.add(q.sql("JobListPage"), limit, max(p.Offset, 0))
+
+	var total int
+	if err := q.read.QueryRowContext(ctx, count.String(), count.args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count jobs: %w", q.mapErr(err))
+	}
+	rows, err := q.read.QueryContext(ctx, list.String(), list.args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list jobs: %w", q.mapErr(err))
+	}
+	jobs, err := collect(rows, scanJob)
+	return jobs, total, err
+}
+
+// jobFilters appends the JobList* fragments p asks for to every builder,
+// each already holding a statement that ends in "WHERE ... account_id = $1".
+func (q *queries) jobFilters(p *store.JobListParams, bs ...*sqlBuilder) error {
 	filter := func(name string, args ...any) {
-		list.add(q.sql(name), args...)
-		count.add(q.sql(name), args...)
+		for _, b := range bs {
+			b.add(q.sql(name), args...)
+		}
 	}
 	filterList := func(name string, values []any) error {
-		if err := list.addList(q.sql(name), values); err != nil {
-			return err
+		for _, b := range bs {
+			if err := b.addList(q.sql(name), values); err != nil {
+				return err
+			}
 		}
-		return count.addList(q.sql(name), values)
+		return nil
 	}
 	if len(p.Statuses) > 0 {
 		vs := make([]any, len(p.Statuses))
@@ -250,7 +279,7 @@ func (q *queries) JobList(ctx context.Context, p *store.JobListParams) ([]*store
 			vs[i] = string(s)
 		}
 		if err := filterList("JobListByStatus", vs); err != nil {
-			return nil, 0, err
+			return err
 		}
 	}
 	if p.ProjectID != "" {
@@ -274,26 +303,94 @@ func (q *queries) JobList(ctx context.Context, p *store.JobListParams) ([]*store
 			vs[i] = id
 		}
 		if err := filterList("JobListByID", vs); err != nil {
-			return nil, 0, err
+			return err
 		}
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = math.MaxInt32
-	}
-	list.add(q.sql("JobListOrder"))
-	list.add(q.sql("JobListPage"), limit, max(p.Offset, 0))
+	return nil
+}
 
-	var total int
-	if err := q.read.QueryRowContext(ctx, count.String(), count.args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count jobs: %w", q.mapErr(err))
+// jobGroupRows names the query listing one row per (group key, job) for
+// each key; JobGroups wraps it to count and add up per key and status.
+var jobGroupRows = map[store.JobGroupKey]string{
+	store.JobGroupStatus:    "JobGroupRowsByStatus",
+	store.JobGroupProject:   "JobGroupRowsByProject",
+	store.JobGroupType:      "JobGroupRowsByType",
+	store.JobGroupTag:       "JobGroupRowsByTag",
+	store.JobGroupClientRef: "JobGroupRowsByClientRef",
+}
+
+func (q *queries) JobGroups(ctx context.Context, p *store.JobListParams, by store.JobGroupKey) ([]store.JobGroup, error) {
+	rowsQuery, ok := jobGroupRows[by]
+	if !ok {
+		return nil, fmt.Errorf("group jobs: unknown key %q", by)
 	}
-	rows, err := q.read.QueryContext(ctx, list.String(), list.args...)
+	var b sqlBuilder
+	b.add(q.sql("JobGroupsOpen"))
+	b.add(q.sql(rowsQuery), p.AccountID)
+	if err := q.jobFilters(p, &b); err != nil {
+		return nil, err
+	}
+	b.add(q.sql("JobGroupsClose"))
+	rows, err := q.read.QueryContext(ctx, b.String(), b.args...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("list jobs: %w", q.mapErr(err))
+		return nil, fmt.Errorf("group jobs: %w", q.mapErr(err))
 	}
-	jobs, err := collect(rows, scanJob)
-	return jobs, total, err
+	defer rows.Close()
+	var groups []store.JobGroup
+	index := map[string]int{} // key ("\x00" for nil) -> position in groups
+	for rows.Next() {
+		var (
+			key         sql.NullString
+			status      string
+			n           int
+			cost, first int64
+			last        sql.NullInt64
+		)
+		if err := rows.Scan(&key, &status, &n, &cost, &first, &last); err != nil {
+			return nil, fmt.Errorf("group jobs: %w", q.mapErr(err))
+		}
+		k := "\x00"
+		if key.Valid {
+			k = key.String
+		}
+		i, seen := index[k]
+		if !seen {
+			g := store.JobGroup{StatusCounts: map[store.JobStatus]int{}, FirstSubmittedAt: fromMicros(first)}
+			if key.Valid {
+				g.Key = &key.String
+			}
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, g)
+		}
+		g := &groups[i]
+		g.Count += n
+		g.StatusCounts[store.JobStatus(status)] += n
+		g.CostMicros += cost
+		if t := fromMicros(first); t.Before(g.FirstSubmittedAt) {
+			g.FirstSubmittedAt = t
+		}
+		if t := fromNullMicros(last); t != nil && (g.LastCompletedAt == nil || t.After(*g.LastCompletedAt)) {
+			g.LastCompletedAt = t
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("group jobs: %w", q.mapErr(err))
+	}
+	// Sorted here rather than in SQL: the engines order NULL and text
+	// differently (collation), and the API promises one order.
+	slices.SortStableFunc(groups, func(a, b store.JobGroup) int {
+		switch {
+		case a.Key == nil && b.Key == nil:
+			return 0
+		case a.Key == nil:
+			return 1
+		case b.Key == nil:
+			return -1
+		}
+		return strings.Compare(*a.Key, *b.Key)
+	})
+	return groups, nil
 }
 
 func (q *queries) JobSetStatus(ctx context.Context, p *store.JobSetStatusParams) (*store.Job, error) {

@@ -58,6 +58,18 @@ func (q *queries) ProjectSetContentHash(ctx context.Context, id, contentHash str
 	return q.execOne(ctx, "ProjectSetContentHash", id, contentHash, micros(now))
 }
 
+func (q *queries) ProjectCacheEpoch(ctx context.Context, id string) (int64, error) {
+	var n int64
+	err := q.read.QueryRowContext(ctx, q.sql("ProjectCacheEpoch"), id).Scan(&n)
+	return n, q.mapErr(err)
+}
+
+func (q *queries) ProjectBumpCacheEpoch(ctx context.Context, id string, now time.Time) (int64, error) {
+	var n int64
+	err := q.write.QueryRowContext(ctx, q.sql("ProjectBumpCacheEpoch"), id, micros(now)).Scan(&n)
+	return n, q.mapErr(err)
+}
+
 func (q *queries) ProjectDelete(ctx context.Context, id string) error {
 	return q.execOne(ctx, "ProjectDelete", id)
 }

@@ -232,6 +232,20 @@ func testProjects(t *testing.T, s store.Store) {
 	if err != nil || got.ContentHash != "sha256:abc" {
 		t.Fatalf("ProjectGetByID = %+v, %v", got, err)
 	}
+	// The cache-mount epoch starts at 0 and each bump moves it on by one.
+	if e, err := s.ProjectCacheEpoch(ctx(t), p.ID); err != nil || e != 0 {
+		t.Errorf("ProjectCacheEpoch = %d, %v; want 0", e, err)
+	}
+	for want := int64(1); want <= 2; want++ {
+		if e, err := s.ProjectBumpCacheEpoch(ctx(t), p.ID, t1); err != nil || e != want {
+			t.Errorf("ProjectBumpCacheEpoch = %d, %v; want %d", e, err, want)
+		}
+	}
+	if e, err := s.ProjectCacheEpoch(ctx(t), p.ID); err != nil || e != 2 {
+		t.Errorf("ProjectCacheEpoch after two bumps = %d, %v; want 2", e, err)
+	}
+	_, err = s.ProjectCacheEpoch(ctx(t), "prj_missing")
+	wantErr(t, err, store.ErrNotFound)
 	if err := s.ProjectDelete(ctx(t), p.ID); err != nil {
 		t.Fatal(err)
 	}

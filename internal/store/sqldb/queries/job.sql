@@ -295,3 +295,42 @@ UPDATE tasks SET resume_state = $2 WHERE id = $1;
 -- Whether a job has a queued or running task left (tasks_job_status): the
 -- end of each task asks it, so it must not count them all.
 SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE job_id = $1 AND status IN ('queued', 'running') LIMIT 1) open;
+
+-- GET /results?group_by: JobGroupsOpen, one JobGroupRowsBy* query with the
+-- JobList* filter fragments after it, then JobGroupsClose. Each row query
+-- yields one row per job and group key (a job per tag for the tag key) with
+-- the job's metered cost; the wrapper counts and adds up per key and status.
+-- name: JobGroupsOpen
+SELECT k, status, COUNT(*), CAST(COALESCE(SUM(cost_micros), 0) AS BIGINT), MIN(submitted_at), MAX(finished_at)
+FROM (
+
+-- name: JobGroupRowsByStatus
+SELECT status AS k, status, submitted_at, finished_at,
+       (SELECT COALESCE(SUM(a.cost_micros), 0) FROM attempts a WHERE a.job_id = jobs.id) AS cost_micros
+FROM jobs WHERE account_id = $1
+
+-- name: JobGroupRowsByProject
+SELECT project_name AS k, status, submitted_at, finished_at,
+       (SELECT COALESCE(SUM(a.cost_micros), 0) FROM attempts a WHERE a.job_id = jobs.id) AS cost_micros
+FROM jobs WHERE account_id = $1
+
+-- name: JobGroupRowsByType
+SELECT type AS k, status, submitted_at, finished_at,
+       (SELECT COALESCE(SUM(a.cost_micros), 0) FROM attempts a WHERE a.job_id = jobs.id) AS cost_micros
+FROM jobs WHERE account_id = $1
+
+-- name: JobGroupRowsByClientRef
+SELECT client_ref AS k, status, submitted_at, finished_at,
+       (SELECT COALESCE(SUM(a.cost_micros), 0) FROM attempts a WHERE a.job_id = jobs.id) AS cost_micros
+FROM jobs WHERE account_id = $1
+
+-- name: JobGroupRowsByTag
+-- The join gives a job one row per tag (one with a NULL tag when it has
+-- none); the filters that follow name only jobs' columns, so they stay
+-- unambiguous (JobListByTag's subquery reads its own job_tags).
+SELECT t.tag AS k, jobs.status, jobs.submitted_at, jobs.finished_at,
+       (SELECT COALESCE(SUM(a.cost_micros), 0) FROM attempts a WHERE a.job_id = jobs.id) AS cost_micros
+FROM jobs LEFT JOIN job_tags t ON t.job_id = jobs.id WHERE jobs.account_id = $1
+
+-- name: JobGroupsClose
+) g GROUP BY k, status

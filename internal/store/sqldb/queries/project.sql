@@ -66,3 +66,9 @@ WHERE project_id = $1 AND key = $2 AND (expires_at IS NULL OR expires_at > $3);
 
 -- name: KVDeleteExpired
 DELETE FROM project_kv WHERE expires_at IS NOT NULL AND expires_at <= $1;
+
+-- name: ProjectCacheEpoch
+SELECT cache_epoch FROM projects WHERE id = $1;
+
+-- name: ProjectBumpCacheEpoch
+UPDATE projects SET cache_epoch = cache_epoch + 1, updated_at = $2 WHERE id = $1 RETURNING cache_epoch;

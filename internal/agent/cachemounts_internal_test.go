@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func fillCache(t *testing.T, dir string, bytes int, used time.Time) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "blob"), []byte(strings.Repeat("x", bytes)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(dir, used, used); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Past the cap, whole caches no attempt holds go, least recently used
+// first; a held cache stays whatever its age.
+func TestCacheMountsEvictLeastRecentlyUsed(t *testing.T) {
+	c := &cacheMounts{root: t.TempDir(), maxBytes: 2500, log: slog.New(slog.DiscardHandler), inUse: map[string]int{}}
+	old, _ := c.dir("prj_a", 0, "oldest")
+	held, _ := c.dir("prj_a", 0, "held")
+	mid, _ := c.dir("prj_b", 0, "middle")
+	now, _ := c.dir("prj_b", 0, "newest")
+	base := time.Now().Add(-time.Hour)
+	fillCache(t, held, 1000, base)
+	fillCache(t, old, 1000, base.Add(time.Minute))
+	fillCache(t, mid, 1000, base.Add(2*time.Minute))
+	fillCache(t, now, 1000, base.Add(3*time.Minute))
+	release := c.hold(held)
+	c.evict()
+	for dir, want := range map[string]bool{held: true, old: false, mid: false, now: true} {
+		if _, err := os.Stat(dir); (err == nil) != want {
+			t.Errorf("%s: exists=%v, want %v", filepath.Base(dir), err == nil, want)
+		}
+	}
+	release()
+}
+
+// A newer epoch (invalidate) removes the project's older caches once no
+// attempt holds them; other projects keep theirs.
+func TestCacheMountsNewEpochDropsOld(t *testing.T) {
+	c := &cacheMounts{root: t.TempDir(), log: slog.New(slog.DiscardHandler), inUse: map[string]int{}}
+	a0, _ := c.dir("prj_a", 0, "k")
+	b0, _ := c.dir("prj_b", 0, "k")
+	fillCache(t, a0, 10, time.Now())
+	fillCache(t, b0, 10, time.Now())
+	release := c.hold(a0)
+	if _, err := c.dir("prj_a", 1, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(a0); err != nil {
+		t.Errorf("held epoch 0 cache: %v, want it kept while held", err)
+	}
+	release()
+	a1, _ := c.dir("prj_a", 1, "k")
+	if _, err := os.Stat(a0); !os.IsNotExist(err) {
+		t.Errorf("epoch 0 cache after release: stat %v, want it removed", err)
+	}
+	if _, err := os.Stat(b0); err != nil {
+		t.Errorf("another project's cache: %v, want it kept", err)
+	}
+	if filepath.Base(filepath.Dir(a1)) != "1" {
+		t.Errorf("epoch 1 dir: got %s", a1)
+	}
+}

@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/skiffhq/skiff/internal/agent/datasrc"
+)
+
+// dataFlags configure how hosts fetch the manifests' data sources and keep
+// their cache mounts.
+type dataFlags struct {
+	hubEndpoint   string
+	hubTokenFile  string
+	cacheGB       float64
+	allowPrivate  bool
+	cacheMountsGB float64
+}
+
+func (d *dataFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.hubEndpoint, "huggingface-endpoint", datasrc.DefaultHubEndpoint, "base URL of the Hugging Face hub, or of a mirror, for huggingface data sources (as HF_ENDPOINT for the hub's clients) (env SKIFF_HUGGINGFACE_ENDPOINT)")
+	fs.StringVar(&d.hubTokenFile, "huggingface-token-file", "", "file holding a Hugging Face token sent to --huggingface-endpoint for private or gated repos; never logged (env SKIFF_HUGGINGFACE_TOKEN_FILE)")
+	fs.Float64Var(&d.cacheGB, "data-source-cache-gb", 0, "GiB of fetched data sources a host keeps; past it, least recently used sources no task holds are removed (0: no cap) (env SKIFF_DATA_SOURCE_CACHE_GB)")
+	fs.BoolVar(&d.allowPrivate, "data-source-allow-private", false, "let data sources download from loopback, link-local or private addresses (env SKIFF_DATA_SOURCE_ALLOW_PRIVATE)")
+	fs.Float64Var(&d.cacheMountsGB, "cache-mounts-gb", 0, "GiB of cache mounts a host keeps; past it, least recently used caches no task holds are removed whole (0: no cap) (env SKIFF_CACHE_MOUNTS_GB)")
+}
+
+func (d *dataFlags) validate() error {
+	if d.cacheGB < 0 || d.cacheMountsGB < 0 {
+		return errors.New("--data-source-cache-gb and --cache-mounts-gb must not be negative")
+	}
+	return nil
+}
+
+// cache opens the host's data-source cache under root.
+func (d *dataFlags) cache(root string, log *slog.Logger) (*datasrc.Cache, error) {
+	var token string
+	if d.hubTokenFile != "" {
+		b, err := os.ReadFile(d.hubTokenFile)
+		if err != nil {
+			// The error names the file, never its content.
+			return nil, fmt.Errorf("--huggingface-token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	return datasrc.New(datasrc.Config{Root: filepath.Clean(root), HubEndpoint: d.hubEndpoint, HubToken: token,
+		AllowPrivate: d.allowPrivate, MaxBytes: gib(d.cacheGB), Logger: log})
+}
+
+func gib(v float64) int64 { return int64(v * (1 << 30)) }

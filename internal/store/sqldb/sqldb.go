@@ -29,6 +29,9 @@ type Engine struct {
 	Overrides fs.FS
 	// IsUniqueViolation recognises the engine's unique-constraint error.
 	IsUniqueViolation func(error) bool
+	// GroupCommit lets InGroupTx share one transaction among queued
+	// callers: for an engine with a single writer.
+	GroupCommit bool
 }
 
 // DB is a store.Store.
@@ -36,6 +39,7 @@ type DB struct {
 	*queries // outside a transaction: the pools
 	engine   Engine
 	sqlText  map[string]string
+	group    *groupCommitter // nil: InGroupTx is InTx
 }
 
 var _ store.Store = (*DB)(nil)
@@ -48,6 +52,9 @@ func Open(e Engine) (*DB, error) {
 	}
 	db := &DB{engine: e, sqlText: qs}
 	db.queries = &queries{db: db, read: e.Read, write: e.Write}
+	if e.GroupCommit {
+		db.group = &groupCommitter{db: db}
+	}
 	return db, nil
 }
 

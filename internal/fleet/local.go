@@ -21,6 +21,7 @@ type Local struct {
 	id        string
 	imagesDir string
 	cache     *ociimage.Cache
+	warm      *WarmConfig // nil: no warm sandboxes
 }
 
 // NewLocal opens the local host's state under dir, keeping a stable
@@ -51,7 +52,8 @@ func (l *Local) ID() string { return l.id }
 func (l *Local) HostIDs(context.Context) ([]string, error) { return []string{l.id}, nil }
 
 // Prepare unpacks the push's image into the host's rootfs cache (once per
-// digest), so the revision's first task starts warm.
+// digest) and, with UseWarm, keeps sandboxes of the revision booted, so
+// that its tasks start warm.
 func (l *Local) Prepare(ctx context.Context, hostID string, pu *store.Push) error {
 	if hostID != l.id {
 		return fmt.Errorf("unknown host %s", hostID)
@@ -60,8 +62,14 @@ func (l *Local) Prepare(ctx context.Context, hostID string, pu *store.Push) erro
 	if !ok {
 		return fmt.Errorf("push %s has no image digest", pu.ID)
 	}
-	if _, err := l.cache.Unpack(ctx, filepath.Join(l.imagesDir, hex), pu.ImageDigest); err != nil {
+	img, err := l.cache.Unpack(ctx, filepath.Join(l.imagesDir, hex), pu.ImageDigest)
+	if err != nil {
 		return fmt.Errorf("unpack image: %w", err)
+	}
+	if l.warm != nil {
+		// Sandboxes of this revision boot in the background; a pool of
+		// the project's previous revision is replaced.
+		l.warm.Warmer.Warm(ctx, l.warm.warmKey(pu.ProjectID, img.RootFS), l.warm.Size)
 	}
 	return nil
 }

@@ -153,6 +153,9 @@ func (d *Driver) WarmReady(key sandbox.WarmKey) int {
 	return 0
 }
 
+// WarmUsed is how many attempts have run in a warm sandbox.
+func (d *Driver) WarmUsed() int64 { return d.warm.used.Load() }
+
 // dropLocked removes p and destroys its ready sandboxes in the background;
 // a fill in flight destroys its sandbox when it sees p dropped.
 func (d *Driver) dropLocked(p *warmPool) {

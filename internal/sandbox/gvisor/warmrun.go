@@ -55,16 +55,20 @@ func (d *Driver) runWarm(ctx context.Context, spec *sandbox.Spec, s *warmSlot, b
 		return nil, true, err
 	}
 	// Whatever the runner left running stops before its files are read.
+	killStart := time.Now()
 	if err := s.killSandbox(warmKillWait); err != nil {
 		return nil, true, fmt.Errorf("gvisor: stop warm sandbox: %w", err)
 	}
+	out.Stages.Teardown = time.Since(killStart)
 	if err := sandbox.Collect(out, spec, host); err != nil {
 		return nil, true, fmt.Errorf("gvisor: %w", err)
 	}
 	collected := time.Now()
 	out.Stages.Prepare = out.StartedAt.Sub(begin)
 	out.Stages.Sandbox = out.EndedAt.Sub(out.StartedAt)
-	out.Stages.Collect = collected.Sub(out.EndedAt)
+	out.Stages.Collect = collected.Sub(out.EndedAt) - out.Stages.Teardown
+	log.Debug("warm attempt", "prepare", out.Stages.Prepare, "sandbox", out.Stages.Sandbox, "kill", out.Stages.Teardown,
+		"collect", out.Stages.Collect)
 	return out, true, nil
 }
 

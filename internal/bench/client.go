@@ -25,6 +25,8 @@ import (
 // is `skiff bench runner`.
 const (
 	benchProjectName = "bench"
+	// benchWarmProjectName is the same image, initialized: warm starts.
+	benchWarmProjectName = "bench-warm"
 	// The binary goes under /app so that /app exists: buildah's WORKDIR
 	// alone adds an empty layer and no directory, and a missing working
 	// directory fails the sandbox start.
@@ -147,6 +149,35 @@ func (c *benchClient) pushProject(ctx context.Context, name, bin string) (string
 	}
 }
 
+// initProject initializes the project (POST /api/v1/projects/:name/init:
+// the host prepares its revision and boots warm sandboxes of it) and waits
+// until the project reports ready for jobs.
+func (c *benchClient) initProject(ctx context.Context, name string) error {
+	if _, err := c.do(ctx, "POST", "/api/v1/projects/"+name+"/init", "application/json", []byte("{}"), nil); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(benchPushTimeout)
+	for {
+		var st struct {
+			ReadyForJobs bool `json:"ready_for_jobs"`
+		}
+		if _, err := c.do(ctx, "GET", "/api/v1/projects/"+name+"/status", "", nil, &st); err != nil {
+			return err
+		}
+		if st.ReadyForJobs {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("project %s not ready %s after init", name, benchPushTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // benchTarball is the project's gzip tarball: Dockerfile, manifest and bin
 // as "skiff". bin must be static: the image has nothing else.
 func benchTarball(bin string) ([]byte, error) {
@@ -205,9 +236,9 @@ func checkStatic(bin string) error {
 }
 
 // benchSubmission is the body of every job the bench submits.
-func benchSubmission(i int) []byte {
+func benchSubmission(project string, i int) []byte {
 	b, _ := json.Marshal(map[string]any{
-		"project": benchProjectName, "runner_command": benchRunnerArgs,
+		"project": project, "runner_command": benchRunnerArgs,
 		"payload": map[string]int{"i": i}, "timeout_s": benchJobTimeoutS,
 	})
 	return b
@@ -246,8 +277,8 @@ type jobTiming struct {
 
 // runJob submits one job, polls it until it is terminal and returns its
 // timing; a job that ends other than completed is an error.
-func (c *benchClient) runJob(ctx context.Context, i int, poll time.Duration) (*jobTiming, error) {
-	body := benchSubmission(i)
+func (c *benchClient) runJob(ctx context.Context, project string, i int, poll time.Duration) (*jobTiming, error) {
+	body := benchSubmission(project, i)
 	start := time.Now()
 	var j benchJob
 	if _, err := c.do(ctx, "POST", "/api/v1/jobs", "application/json", body, &j); err != nil {
@@ -309,6 +340,9 @@ func (c *benchClient) runJob(ctx context.Context, i int, poll time.Duration) (*j
 // latencySamples are the latency phase's timed rounds.
 type latencySamples struct {
 	service, seen, bare, driver []time.Duration
+	// warm is submit-to-terminal on the initialized project (its tasks
+	// run in warm sandboxes); warmRun its started -> completed stage.
+	warm, warmRun []time.Duration
 	// The driver runs' stages.
 	prepare2, runscStart, runnerToExit, collect, teardown []time.Duration
 	queue, prepare, run                                   []time.Duration // the service's stages
@@ -317,15 +351,21 @@ type latencySamples struct {
 // latencyRounds runs warm-up and timed rounds of one service job, one bare
 // runsc run and one driver run each, interleaved so that drift in the
 // machine's load reaches all three alike.
-func latencyRounds(ctx context.Context, c *benchClient, sb *benchSandbox, f *Config, progress func(string, ...any)) (*latencySamples, error) {
+func latencyRounds(ctx context.Context, c *benchClient, sb *benchSandbox, warmProject string, f *Config, progress func(string, ...any)) (*latencySamples, error) {
 	var s latencySamples
 	total := f.Warmup + f.Jobs
 	progress("latency: %d warm-up and %d timed rounds of service job, bare runsc run, host driver run", f.Warmup, f.Jobs)
 	last := time.Now()
 	for i := range total {
-		jt, err := c.runJob(ctx, i, f.Poll)
+		jt, err := c.runJob(ctx, benchProjectName, i, f.Poll)
 		if err != nil {
 			return nil, err
+		}
+		var wt *jobTiming
+		if warmProject != "" {
+			if wt, err = c.runJob(ctx, warmProject, i, f.Poll); err != nil {
+				return nil, err
+			}
 		}
 		bare, err := sb.bareRun(ctx, i)
 		if err != nil {
@@ -339,6 +379,9 @@ func latencyRounds(ctx context.Context, c *benchClient, sb *benchSandbox, f *Con
 			continue
 		}
 		s.service, s.seen = append(s.service, jt.completed), append(s.seen, jt.seen)
+		if wt != nil {
+			s.warm, s.warmRun = append(s.warm, wt.completed), append(s.warmRun, wt.run)
+		}
 		s.bare, s.driver = append(s.bare, bare), append(s.driver, drv)
 		s.prepare2, s.runscStart, s.runnerToExit = append(s.prepare2, st.prepare), append(s.runscStart, st.runscStart), append(s.runnerToExit, st.runnerToExit)
 		s.collect, s.teardown = append(s.collect, st.collect), append(s.teardown, st.teardown)
@@ -430,7 +473,7 @@ func submitMany(ctx context.Context, c *benchClient, clients, n int) (lats, ends
 	if n == 0 {
 		return nil, nil, 0, nil
 	}
-	body := benchSubmission(0)
+	body := benchSubmission(benchProjectName, 0)
 	lats, ends = make([]time.Duration, n), make([]time.Duration, n)
 	var next atomic.Int64
 	var firstErr error

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/imagestore"
+	"github.com/skiffhq/skiff/internal/job/submit"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/sandbox"
@@ -96,6 +98,7 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties,
 		if err != nil {
 			log.Warn("local host: cleaning up after an earlier run", "err", err)
 		}
+		useWarm(f, driver, local, dataDir)
 		token := randomToken()
 		ctrl.AllowHost(token, local.ID())
 		host, err = agent.New(agent.Config{
@@ -197,4 +200,22 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// useWarm lets the local host keep warm sandboxes of the projects it
+// prepares, where its driver can (gVisor on x86-64).
+func useWarm(f *serverFlags, driver sandbox.Driver, local *fleet.Local, dataDir string) {
+	w, ok := driver.(sandbox.Warmer)
+	if !ok || !gvisor.WarmSupported() {
+		return
+	}
+	n := f.host.warm
+	if n < 0 {
+		n = f.host.slots
+		if n <= 0 {
+			n = runtime.NumCPU()
+		}
+	}
+	local.UseWarm(fleet.WarmConfig{Warmer: w, CacheRoot: filepath.Join(dataDir, "host", "cache"), Size: n,
+		CPU: submit.DefaultCPU, MemoryMB: submit.DefaultMemoryMB})
 }

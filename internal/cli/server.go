@@ -69,6 +69,7 @@ type hostFlags struct {
 	driver          string
 	allowUnisolated bool
 	slots           int
+	warm            int
 	cpus            float64
 	memoryMB        int64
 	disabled        bool
@@ -97,6 +98,7 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.StringVar(&f.host.driver, "host-driver", "gvisor", "sandbox of the local host's tasks: gvisor, or process (NOT a sandbox; needs --host-allow-unisolated, for development only) (env SKIFF_HOST_DRIVER)")
 	fs.BoolVar(&f.host.allowUnisolated, "host-allow-unisolated", false, "let --host-driver=process run tasks unsandboxed as the server's user (env SKIFF_HOST_ALLOW_UNISOLATED)")
 	fs.IntVar(&f.host.slots, "host-slots", 0, "tasks the local host runs at once (0: one per CPU) (env SKIFF_HOST_SLOTS)")
+	fs.IntVar(&f.host.warm, "host-warm", -1, "sandboxes the local host keeps booted per initialized project, for tasks of the default shape (-1: one per slot, 0: none) (env SKIFF_HOST_WARM)")
 	fs.Float64Var(&f.host.cpus, "host-cpus", 0, "CPU cores the local host lends tasks (0: all) (env SKIFF_HOST_CPUS)")
 	fs.Int64Var(&f.host.memoryMB, "host-memory-mb", 0, "memory in MiB the local host lends tasks (0: all) (env SKIFF_HOST_MEMORY_MB)")
 	fs.BoolVar(&f.host.disabled, "no-local-host", false, "run no local host: tasks wait for remote hosts (env SKIFF_NO_LOCAL_HOST)")

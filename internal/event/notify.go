@@ -25,6 +25,12 @@ func (n *notifying) InTx(ctx context.Context, fn func(q store.Querier) error) er
 	return err
 }
 
+func (n *notifying) InGroupTx(ctx context.Context, fn func(q store.Querier) error) error {
+	err := n.Store.InGroupTx(ctx, fn)
+	n.b.Wake()
+	return err
+}
+
 func (n *notifying) JobCreate(ctx context.Context, p *store.JobCreateParams) (*store.Job, error) {
 	j, err := n.Store.JobCreate(ctx, p)
 	n.b.Wake()

@@ -176,6 +176,13 @@ func (h *harness) stop() {
 // the test's end) kills its attempts and reports them.
 func (h *harness) host(slots int) (hostID string, stop func()) {
 	h.t.Helper()
+	return h.hostWithCache(slots, "")
+}
+
+// hostWithCache is host with the agent's cache root at cacheRoot (a fresh
+// directory when empty).
+func (h *harness) hostWithCache(slots int, cacheRoot string) (hostID string, stop func()) {
+	h.t.Helper()
 	hostID = id.New(id.Worker)
 	token := "tok-" + hostID
 	h.ctrl.AllowHost(token, hostID)
@@ -183,7 +190,7 @@ func (h *harness) host(slots int) (hostID string, stop func()) {
 	a, err := agent.New(agent.Config{
 		Controller: &agenthttp.Client{BaseURL: h.srv.URL, Token: token},
 		Driver:     h.driver, Images: h.images,
-		WorkRoot: filepath.Join(dir, "work"), CacheRoot: filepath.Join(dir, "cache"),
+		WorkRoot: filepath.Join(dir, "work"), CacheRoot: cmp.Or(cacheRoot, filepath.Join(dir, "cache")),
 		Slots: slots, Capacity: agentCapacity(slots),
 		LeaseWait: h.heartbeat, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
 		ProgressInterval: 200 * time.Millisecond, ShutdownGrace: 20 * time.Second,

@@ -29,6 +29,7 @@ type Local struct {
 	// fetches the revision's data sources into it, so that a prepared
 	// revision's tasks find them there.
 	DataSources DataSourceFetcher
+	warm      *WarmConfig // nil: no warm sandboxes
 }
 
 // DataSourceFetcher fetches a data source onto the host and holds it until
@@ -69,7 +70,8 @@ func (l *Local) ID() string { return l.id }
 func (l *Local) HostIDs(context.Context) ([]string, error) { return []string{l.id}, nil }
 
 // Prepare unpacks the push's image into the host's rootfs cache (once per
-// digest), so the revision's first task starts warm.
+// digest) and, with UseWarm, keeps sandboxes of the revision booted, so
+// that its tasks start warm.
 func (l *Local) Prepare(ctx context.Context, hostID string, pu *store.Push) error {
 	if hostID != l.id {
 		return fmt.Errorf("unknown host %s", hostID)
@@ -85,33 +87,48 @@ func (l *Local) Prepare(ctx context.Context, hostID string, pu *store.Push) erro
 			return err
 		}
 	}
-	if _, err := l.cache.Unpack(ctx, dir, pu.ImageDigest); err != nil {
+	img, err := l.cache.Unpack(ctx, dir, pu.ImageDigest)
+	if err != nil {
 		return fmt.Errorf("unpack image: %w", err)
 	}
-	return l.prepareDataSources(ctx, pu)
+	mounts, err := l.prepareDataSources(ctx, pu)
+	if err != nil {
+		return err
+	}
+	// A revision whose tasks mount data sources or caches starts cold: a
+	// sandbox booted ahead has its mounts fixed (sandbox.KeyOf).
+	if l.warm != nil && !mounts {
+		// Sandboxes of this revision boot in the background; a pool of
+		// the project's previous revision is replaced.
+		l.warm.Warmer.Warm(ctx, l.warm.warmKey(pu.ProjectID, img.RootFS), l.warm.Size)
+	}
+	return nil
 }
 
 // prepareDataSources fetches the revision's data sources, so that init
 // means the inputs are on the host; tasks fetch what a host still lacks.
-func (l *Local) prepareDataSources(ctx context.Context, pu *store.Push) error {
+// mounts says whether the revision's tasks mount anything (data sources or
+// cache mounts).
+func (l *Local) prepareDataSources(ctx context.Context, pu *store.Push) (mounts bool, err error) {
 	var m manifest.Manifest
 	if len(pu.Manifest) > 0 {
 		if err := json.Unmarshal(pu.Manifest, &m); err != nil {
-			return fmt.Errorf("manifest of %s: %w", pu.ID, err)
+			return false, fmt.Errorf("manifest of %s: %w", pu.ID, err)
 		}
 	}
+	mounts = len(m.DataSources) > 0 || len(m.CacheMounts) > 0
 	if len(m.DataSources) == 0 {
-		return nil
+		return mounts, nil
 	}
 	if l.DataSources == nil {
-		return errors.New("this host cannot fetch data sources")
+		return mounts, errors.New("this host cannot fetch data sources")
 	}
 	for _, ds := range wireDataSources(m.DataSources) {
 		_, release, err := l.DataSources.Acquire(ctx, ds)
 		if err != nil {
-			return fmt.Errorf("data source %q: %w", ds.Name, err)
+			return mounts, fmt.Errorf("data source %q: %w", ds.Name, err)
 		}
 		release()
 	}
-	return nil
+	return mounts, nil
 }

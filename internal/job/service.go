@@ -269,7 +269,11 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 	holdMicros := int64(quote.Estimate.TotalUSD)
 	job.RateMicrosPerHour = rate
 	var created *store.Job
-	err = s.store.InTx(ctx, func(q store.Querier) error {
+	// Admissions share commits under load (InGroupTx); the transaction's
+	// work is not cut short by this request's cancellation, which could
+	// otherwise interrupt the group's shared transaction.
+	ctx = context.WithoutCancel(ctx)
+	err = s.store.InGroupTx(ctx, func(q store.Querier) error {
 		// The hold is reserved in the transaction that stores the job:
 		// both or neither.
 		_, avail, err := s.billing.Reserve(ctx, q, accountID, job.ID, holdMicros, now)

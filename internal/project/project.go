@@ -206,6 +206,7 @@ func (s *Service) Delete(ctx context.Context, accountID, name string) error {
 	if err := s.store.ProjectDelete(ctx, p.ID); err != nil {
 		return fmt.Errorf("delete project: %w", err)
 	}
+	s.drop(ctx, p.ID)
 	return nil
 }
 

@@ -19,6 +19,30 @@ type Preparer interface {
 	Prepare(ctx context.Context, hostID string, pu *store.Push) error
 }
 
+// Dropper is implemented by preparers that keep something per project on
+// hosts (warm sandboxes): Drop releases it when the project is invalidated
+// or deleted.
+type Dropper interface {
+	Drop(ctx context.Context, hostID, projectID string)
+}
+
+// drop releases what the hosts keep for the project, where the preparer
+// keeps anything.
+func (s *Service) drop(ctx context.Context, projectID string) {
+	d, ok := s.preparer.(Dropper)
+	if !ok {
+		return
+	}
+	hosts, err := s.preparer.HostIDs(ctx)
+	if err != nil {
+		s.log.Warn("list hosts to drop warm sandboxes", "project", projectID, "err", err)
+		return
+	}
+	for _, h := range hosts {
+		d.Drop(ctx, h, projectID)
+	}
+}
+
 // FloorChecker answers 402 with a shortfall quote when the account's
 // available balance is under the amount; billing implements it.
 type FloorChecker interface {
@@ -122,6 +146,7 @@ func (s *Service) Invalidate(ctx context.Context, accountID, name string) (*Init
 	if _, err := s.store.ProjectBumpCacheEpoch(ctx, p.ID, s.clock.Now()); err != nil {
 		return nil, fmt.Errorf("invalidate cache mounts: %w", err)
 	}
+	s.drop(ctx, p.ID)
 	rd, err := s.Readiness(ctx, p)
 	if err != nil {
 		return nil, err

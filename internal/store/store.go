@@ -26,6 +26,15 @@ type Store interface {
 	// InTx runs fn in one transaction: everything fn does commits together
 	// or not at all. fn must use the Querier it is given.
 	InTx(ctx context.Context, fn func(q Querier) error) error
+	// InGroupTx is InTx for short, independent writes that arrive in
+	// bursts (job admissions): where the engine has a single writer
+	// (SQLite), fns queued behind one another share one transaction, each
+	// in its own savepoint, so that one commit serves them all. fn's
+	// changes are still all or nothing, and InGroupTx returns only once
+	// they are committed (or refused). fn runs on another goroutine and
+	// must not depend on its caller's cancellation mid-way: give it a
+	// context that is not cancelled. Elsewhere it is InTx.
+	InGroupTx(ctx context.Context, fn func(q Querier) error) error
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error
 	// Engine names the engine ("sqlite" or "postgres").

@@ -22,6 +22,8 @@ const nullNetNSName = "null-netns"
 // start-up and again at shutdown, when no Run is in flight.
 func (d *Driver) Cleanup(ctx context.Context) error {
 	d.later.Wait() // teardowns handed off by Run come first
+	d.stopWarm()
+	defer d.resumeWarm()
 	cs, err := d.runsc.list(ctx)
 	if err != nil {
 		return fmt.Errorf("gvisor cleanup: %w", err)

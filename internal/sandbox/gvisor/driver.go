@@ -32,6 +32,8 @@ type Driver struct {
 	// later tracks teardowns taken off the attempt's critical path;
 	// Cleanup waits for them.
 	later sync.WaitGroup
+	// warm is the pools of pre-started sandboxes (warm.go).
+	warm warmState
 }
 
 // New checks cfg (after filling in defaults) and the host: runsc must be
@@ -77,6 +79,11 @@ func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, 
 	}
 	if spec.Network && d.cfg.Egress == nil {
 		return nil, ErrNoEgress
+	}
+	if s := d.takeWarm(&spec); s != nil {
+		if out, handled, err := d.runWarm(ctx, &spec, s, begin); handled {
+			return out, err
+		}
 	}
 	log := d.log.With("attempt_id", spec.AttemptID)
 	host, err := sandbox.Prepare(&spec, &sandbox.Owner{UID: RunnerUID, GID: RunnerGID}, sandbox.ContainerDirs())

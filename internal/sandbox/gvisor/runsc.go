@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -61,6 +62,42 @@ func (r runsc) exec(ctx context.Context, sub ...string) ([]byte, error) {
 		return stdout.Bytes(), fmt.Errorf("runsc %s: %w: %s", strings.Join(sub, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.Bytes(), nil
+}
+
+// execQuiet runs a runsc command that starts a sandbox (create, start):
+// its output goes to the file errPath, never to a pipe, which the sandbox
+// would inherit and hold open. The error carries the file's content.
+func (r runsc) execQuiet(ctx context.Context, errPath string, sub ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, runscTimeout)
+	defer cancel()
+	f, err := os.Create(errPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cmd := exec.CommandContext(ctx, r.path, r.args("none", sub...)...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Run(); err != nil {
+		msg, _ := os.ReadFile(errPath)
+		return fmt.Errorf("runsc %s: %w: %s", strings.Join(sub, " "), err, strings.TrimSpace(string(msg)))
+	}
+	return nil
+}
+
+// killPid signals one process of the container by its pid in the sandbox.
+func (r runsc) killPid(ctx context.Context, id, pid string, sig syscall.Signal) error {
+	_, err := r.exec(ctx, "kill", "--pid", pid, id, fmt.Sprint(int(sig)))
+	return err
+}
+
+// execArgs is the `runsc exec` command line that starts a warm sandbox's
+// runner from processPath; runsc's errors go to logPath as in runArgs, and
+// the runner's pid in the sandbox to pidFile.
+func (r runsc) execArgs(processPath, logPath, pidFile, id string) []string {
+	a := []string{"--root", r.root, "--platform", r.platform, "--network", "none",
+		"--log", logPath, "--log-format", "json"}
+	a = append(a, r.extra...)
+	return append(a, "exec", "--process", processPath, "--internal-pid-file", pidFile, id)
 }
 
 // kill signals the container's init process (the runner).

@@ -33,6 +33,9 @@ type Engine struct {
 	// several processes migrating one database at once apply each
 	// migration once and wait for each other instead of failing.
 	MigrationLock func(ctx context.Context) (release func(), err error)
+	// GroupCommit lets InGroupTx share one transaction among queued
+	// callers: for an engine with a single writer.
+	GroupCommit bool
 }
 
 // DB is a store.Store.
@@ -40,6 +43,7 @@ type DB struct {
 	*queries // outside a transaction: the pools
 	engine   Engine
 	sqlText  map[string]string
+	group    *groupCommitter // nil: InGroupTx is InTx
 }
 
 var _ store.Store = (*DB)(nil)
@@ -52,6 +56,9 @@ func Open(e Engine) (*DB, error) {
 	}
 	db := &DB{engine: e, sqlText: qs}
 	db.queries = &queries{db: db, read: e.Read, write: e.Write}
+	if e.GroupCommit {
+		db.group = &groupCommitter{db: db}
+	}
 	return db, nil
 }
 

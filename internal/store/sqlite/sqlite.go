@@ -70,6 +70,7 @@ func Open(ctx context.Context, path string) (*sqldb.DB, error) {
 		Read:              r,
 		Overrides:         overrides,
 		IsUniqueViolation: isUniqueViolation,
+		GroupCommit:       true,
 	})
 }
 

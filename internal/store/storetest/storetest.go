@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore Factory) {
 		"PushGuardedUpdates": testPushGuardedUpdates,
 		"TxRollback":         testTxRollback,
 		"ConcurrentWrites":   testConcurrentWrites,
+		"GroupTx":            testGroupTx,
 		"RuntimePreps":       testRuntimePreps,
 		"Quotes":             testQuotes,
 	}

@@ -1,0 +1,55 @@
+package fleet
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/skiffhq/skiff/internal/sandbox"
+)
+
+// WarmConfig lets the local host keep warm sandboxes of the revisions it
+// prepares (POST /projects/:name/init).
+type WarmConfig struct {
+	Warmer sandbox.Warmer
+	// CacheRoot is the host's project cache root (the agent's), which
+	// names the project's pool and its cache mount.
+	CacheRoot string
+	// Size is the sandboxes kept per prepared project.
+	Size int
+	// CPU and MemoryMB are the limits of the attempts that may use them:
+	// a job's defaults. Other shapes start cold.
+	CPU      float64
+	MemoryMB int64
+}
+
+// UseWarm makes Prepare keep warm sandboxes; call it before the host
+// serves.
+func (l *Local) UseWarm(c WarmConfig) {
+	if c.Warmer != nil && c.Size > 0 {
+		l.warm = &c
+	}
+}
+
+// warmKey is the key of the sandboxes an attempt of the project on rootfs
+// with the default limits uses (the agent's spec for it).
+func (c *WarmConfig) warmKey(projectID, rootFS string) sandbox.WarmKey {
+	return sandbox.WarmKey{RootFS: rootFS, CacheDir: filepath.Join(c.CacheRoot, projectID), CPU: c.CPU, MemoryMB: c.MemoryMB}
+}
+
+// Drop destroys the project's warm sandboxes on the host (the project was
+// invalidated or deleted).
+func (l *Local) Drop(_ context.Context, hostID, projectID string) {
+	if l.warm == nil || hostID != l.id {
+		return
+	}
+	l.warm.Warmer.DropWarm(filepath.Join(l.warm.CacheRoot, projectID))
+}
+
+// WarmReady is how many sandboxes of the project's prepared revision are
+// ready on the host.
+func (l *Local) WarmReady(projectID, rootFS string) int {
+	if l.warm == nil {
+		return 0
+	}
+	return l.warm.Warmer.WarmReady(l.warm.warmKey(projectID, rootFS))
+}

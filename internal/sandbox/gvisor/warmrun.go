@@ -1,0 +1,165 @@
+package gvisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/sandbox"
+)
+
+// warmKillWait bounds the wait for a killed sandbox process to be gone.
+const warmKillWait = 10 * time.Second
+
+// runWarm runs spec's attempt in the warm sandbox s. handled is false when
+// s could not take the attempt before anything ran (its directory could not
+// become spec.WorkDir): the caller then starts the attempt cold.
+func (d *Driver) runWarm(ctx context.Context, spec *sandbox.Spec, s *warmSlot, begin time.Time) (out *sandbox.Outcome, handled bool, err error) {
+	log := d.log.With("attempt_id", spec.AttemptID, "warm_id", s.id)
+	err = os.MkdirAll(filepath.Dir(spec.WorkDir), 0o755)
+	if err == nil {
+		err = os.Rename(s.dir, spec.WorkDir)
+	}
+	if err != nil {
+		log.Warn("warm sandbox not usable; starting cold", "err", err)
+		d.later.Go(func() { d.destroyWarm(s) })
+		return nil, false, nil
+	}
+	s.dir = spec.WorkDir
+	d.warm.used.Add(1)
+	// The sandbox runs this attempt or none: it is destroyed on every path.
+	defer d.later.Go(func() {
+		s.closePidfd()
+		d.teardown(context.Background(), s.id, log)
+	})
+	in := sandbox.ContainerDirs()
+	if err := sandbox.FillPayload(spec, in); err != nil {
+		return nil, true, fmt.Errorf("gvisor: prepare warm attempt: %w", err)
+	}
+	host := sandbox.HostDirs(spec)
+	bundle := filepath.Join(spec.WorkDir, "bundle")
+	process := filepath.Join(bundle, "process.json")
+	if err := writeProcess(process, bundleParams{Spec: spec, Host: host, NoFile: d.cfg.NoFile, PidsOverhead: d.cfg.PidsOverhead}); err != nil {
+		return nil, true, fmt.Errorf("gvisor: %w", err)
+	}
+	out, err = d.exec(ctx, spec, s, bundle, process, log)
+	if err != nil {
+		return nil, true, err
+	}
+	// Whatever the runner left running stops before its files are read.
+	killStart := time.Now()
+	if err := s.killSandbox(warmKillWait); err != nil {
+		return nil, true, fmt.Errorf("gvisor: stop warm sandbox: %w", err)
+	}
+	out.Stages.Teardown = time.Since(killStart)
+	if err := sandbox.Collect(out, spec, host); err != nil {
+		return nil, true, fmt.Errorf("gvisor: %w", err)
+	}
+	collected := time.Now()
+	out.Stages.Prepare = out.StartedAt.Sub(begin)
+	out.Stages.Sandbox = out.EndedAt.Sub(out.StartedAt)
+	out.Stages.Collect = collected.Sub(out.EndedAt) - out.Stages.Teardown
+	log.Debug("warm attempt", "prepare", out.Stages.Prepare, "sandbox", out.Stages.Sandbox, "kill", out.Stages.Teardown,
+		"collect", out.Stages.Collect)
+	return out, true, nil
+}
+
+// exec starts the runner in the warm sandbox with `runsc exec`, supervises
+// it like `runsc run` and returns the outcome without result and artifacts.
+func (d *Driver) exec(ctx context.Context, spec *sandbox.Spec, s *warmSlot, bundle, process string, log *slog.Logger) (*sandbox.Outcome, error) {
+	procCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
+	logPath := filepath.Join(bundle, "exec.log")
+	pidFile := filepath.Join(bundle, "runner.pid")
+	cmd := exec.CommandContext(procCtx, d.cfg.RunscPath, d.runsc.execArgs(process, logPath, pidFile, s.id)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = d.cfg.WaitDelay
+	cmd.Stdout, cmd.Stderr = spec.Stdout, spec.Stderr
+	cmd.Dir = bundle
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("gvisor: not started: %w", err)
+	}
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("gvisor: start runsc exec: %w", err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	stop := &warmStopper{d: d, s: s, pidFile: pidFile, exited: exited, abandon: abandon}
+	reason := sandbox.Supervise(ctx, exited, sandbox.Escalation{
+		Timeout: spec.Timeout, Grace: d.cfg.Grace, KillWait: d.cfg.KillWait, Logger: log,
+	}, stop)
+	ended := time.Now()
+	code, err := sandbox.ExitCode(cmd.ProcessState, waitErr)
+	if err != nil {
+		return nil, fmt.Errorf("gvisor: runsc exec: %w", err)
+	}
+	out := sandbox.NewOutcome(code, reason, started, ended)
+	if out.SandboxError, err = runscErrors(logPath); err != nil {
+		log.Warn("read runsc log", "err", err)
+	}
+	out.StartFailed = startFailure(out.SandboxError)
+	return out, nil
+}
+
+// warmStopper signals a warm sandbox's runner, which is not the sandbox's
+// init.
+type warmStopper struct {
+	d       *Driver
+	s       *warmSlot
+	exited  <-chan struct{}
+	abandon context.CancelFunc
+	pidFile string // the runner's pid in the sandbox (runsc exec --internal-pid-file)
+}
+
+// Signal sends sig to the runner by its pid inside the sandbox, which
+// runsc exec writes once it has started it.
+func (w *warmStopper) Signal(ctx context.Context, sig syscall.Signal) error {
+	deadline := time.Now().Add(signalRetry)
+	for {
+		err := w.signal(ctx, sig)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-w.exited:
+			return nil // nothing left to signal
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (w *warmStopper) signal(ctx context.Context, sig syscall.Signal) error {
+	b, err := os.ReadFile(w.pidFile)
+	if err != nil {
+		return fmt.Errorf("runner pid: %w", err)
+	}
+	pid := strings.TrimSpace(string(b))
+	if _, err := strconv.Atoi(pid); err != nil {
+		return fmt.Errorf("runner pid %q: %w", pid, err)
+	}
+	return w.d.runsc.killPid(ctx, w.s.id, pid, sig)
+}
+
+func (w *warmStopper) Abandon(context.Context) {
+	w.abandon()
+	if err := w.s.killSandbox(warmKillWait); err != nil && !errors.Is(err, syscall.ESRCH) {
+		w.d.log.Warn("kill warm sandbox after abandon", "warm_id", w.s.id, "err", err)
+	}
+}

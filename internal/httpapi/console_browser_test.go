@@ -81,13 +81,26 @@ func consoleBrowser(t *testing.T, scripts ...string) (context.Context, string) {
 	return ctx, dir
 }
 
-// waitJS waits until the JavaScript expression is truthy; the test's own
-// deadline bounds the wait.
+// waitJS waits until the JavaScript expression is truthy. The limit is
+// generous (a stall, not a speed, fails it) so that a stuck page reports
+// what it shows rather than holding the test until its deadline.
 func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr,
-		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0))); err != nil {
-		t.Fatalf("wait for %s (%s): %v", what, expr, err)
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
+		shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash + "\n" + document.body.innerText`))
+		t.Fatalf("wait for %s (%s): %v; the page shows:\n%s", what, expr, err, shown)
+	}
+}
+
+// step is do with waitJS's limit and report.
+func step(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := chromedp.Do(sctx, steps...); err != nil {
+		shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash + "\n" + document.body.innerText`))
+		t.Fatalf("%s: %v; the page shows:\n%s", what, err, shown)
 	}
 }
 
@@ -115,26 +128,26 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 	base := f.e.URL + "/console"
 
 	// Signed out, every address shows the sign-in form.
-	do(t, ctx, "open the console", chromedp.Navigate(base+"#/balance"), chromedp.WaitVisible(css("#key-form")))
+	step(t, ctx, "open the console", chromedp.Navigate(base+"#/balance"), chromedp.WaitVisible(css("#key-form")))
 	if n := get(t, ctx, "unlabelled inputs", chromedp.Evaluate[int](
 		`[...document.querySelectorAll('input')].filter(e => e.labels.length === 0).length`)); n != 0 {
 		t.Errorf("sign-in: %d inputs without a label", n)
 	}
-	do(t, ctx, "tab", chromedp.KeyEvent("\t"))
+	step(t, ctx, "tab", chromedp.KeyEvent("\t"))
 	if focused := get(t, ctx, "focus", chromedp.Evaluate[string](`document.activeElement.textContent`)); !strings.Contains(focused, "Skip to content") {
 		t.Errorf("first Tab focused %q, want the skip link", focused)
 	}
 	screenshot(t, ctx, "console-signin")
 
 	// A wrong key is refused in place; the right one signs in.
-	do(t, ctx, "wrong key",
+	step(t, ctx, "wrong key",
 		chromedp.SendKeys(css("#api-key"), "flk_not_a_key"),
 		chromedp.KeyEvent("\r"),
 		chromedp.WaitVisible(css("#signin-outcome.err")))
 	if out := get(t, ctx, "outcome", chromedp.Text(css("#signin-outcome"))); !strings.Contains(out, "not accepted") {
 		t.Errorf("wrong key: page says %q", out)
 	}
-	do(t, ctx, "sign in with a key",
+	step(t, ctx, "sign in with a key",
 		chromedp.SetValue(css("#api-key"), f.acct.Member),
 		chromedp.Click(css("#key-form button")),
 		chromedp.WaitVisible(css("#available")))
@@ -157,11 +170,11 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 	if err := f.e.Jobs.AttemptProgress(t.Context(), a, nil, xss+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	do(t, ctx, "open the jobs", chromedp.Navigate(base+"#/jobs"), chromedp.WaitVisible(css("#jobs")))
+	step(t, ctx, "open the jobs", chromedp.Navigate(base+"#/jobs"), chromedp.WaitVisible(css("#jobs")))
 	if got := get(t, ctx, "jobs table", chromedp.Text(css("#jobs tbody"))); !strings.Contains(got, xss) {
 		t.Errorf("jobs table shows %q, want the client ref as text %q", got, xss)
 	}
-	do(t, ctx, "open the HTML job", chromedp.Navigate(base+"#/jobs/"+evil.ID), chromedp.WaitVisible(css("#task-output")))
+	step(t, ctx, "open the HTML job", chromedp.Navigate(base+"#/jobs/"+evil.ID), chromedp.WaitVisible(css("#task-output")))
 	waitJS(t, ctx, "output tail", `document.getElementById('task-output').textContent.includes('onerror')`)
 	if n := get(t, ctx, "injected", chromedp.Evaluate[int](`document.querySelectorAll('img').length + (window.__xss ? 100 : 0)`)); n != 0 {
 		t.Errorf("HTML from the API became elements (%d images, or it ran)", n)
@@ -182,10 +195,10 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 	up := f.member.Do(t, apitest.Request{Method: "POST", Path: "/api/v1/artifacts", Body: []byte("hello from the artifact\n"),
 		Header: http.Header{"Content-Type": {"application/octet-stream"}, "X-Artifact-Filename": {"report.txt"}, "X-Artifact-Job-Id": {j.ID}}})
 	up.Want(t, http.StatusCreated)
-	do(t, ctx, "open the fan-out", chromedp.Navigate(base+"#/jobs/"+j.ID))
+	step(t, ctx, "open the fan-out", chromedp.Navigate(base+"#/jobs/"+j.ID))
 	waitJS(t, ctx, "stream live", `document.getElementById('stream-state')?.dataset.state === 'live'`)
 	waitJS(t, ctx, "four queued cells", `document.querySelectorAll('#task-grid .cell.queued').length === 4`)
-	do(t, ctx, "mark the page", chromedp.Evaluate[chromedp.Void](`window.__samePage = true`))
+	step(t, ctx, "mark the page", chromedp.Evaluate[chromedp.Void](`window.__samePage = true`))
 
 	// Task 0 runs and reports progress; the grid and the detail follow.
 	runEvil := func() { // the HTML job must not hold the only worker slot
@@ -207,7 +220,7 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 	waitJS(t, ctx, "task 0 running", `document.querySelector('#task-grid .cell[data-index="0"]')?.dataset.status === 'running'`)
 	waitJS(t, ctx, "job running", `document.getElementById('job-status')?.textContent === 'running'`)
 	// Keyboard: the task's cell is a button; Enter opens it.
-	do(t, ctx, "choose task 0 from the keyboard", chromedp.Focus(css(`#task-grid .cell[data-index="0"]`)), chromedp.KeyEvent("\r"))
+	step(t, ctx, "choose task 0 from the keyboard", chromedp.Focus(css(`#task-grid .cell[data-index="0"]`)), chromedp.KeyEvent("\r"))
 	waitJS(t, ctx, "task 0 live tail", `document.getElementById('task-output')?.textContent.includes('epoch 1 of 3')`)
 	if pct := get(t, ctx, "progress", chromedp.Evaluate[float64](`document.getElementById('task-progress').value`)); pct != 40 {
 		t.Errorf("task 0 progress bar at %v, want 40", pct)
@@ -240,7 +253,7 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 	}
 
 	// The failed task's log and its attempt: exit 1, 60 billed seconds.
-	do(t, ctx, "open the failed task", chromedp.Click(css(`#task-grid .cell.failed`)), chromedp.WaitVisible(css("#task-error")))
+	step(t, ctx, "open the failed task", chromedp.Click(css(`#task-grid .cell.failed`)), chromedp.WaitVisible(css("#task-error")))
 	if got := get(t, ctx, "stderr", chromedp.Text(css("#task-error"))); !strings.Contains(got, "boom at step 7 <b>bold?</b>") {
 		t.Errorf("failed task's log reads %q", got)
 	}
@@ -253,12 +266,12 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 	screenshot(t, ctx, "console-job-ended")
 
 	// The artifact downloads with the token, under its name.
-	do(t, ctx, "download the artifact", chromedp.Click(css(`#artifact-list button`)))
+	step(t, ctx, "download the artifact", chromedp.Click(css(`#artifact-list button`)))
 	var file []byte
-	for file == nil {
+	for stall := time.Now().Add(2 * time.Minute); file == nil; {
 		if b, err := os.ReadFile(filepath.Join(downloads, "report.txt")); err == nil && len(b) > 0 {
 			file = b
-		} else if t.Context().Err() != nil {
+		} else if time.Now().After(stall) {
 			t.Fatal("the artifact never arrived in the download directory")
 		} else {
 			time.Sleep(50 * time.Millisecond)
@@ -270,17 +283,17 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 
 	// Cancel a job from its page: ask, confirm, and the stream shows it.
 	c := submitJob(t, f.member, fanOut(3))
-	do(t, ctx, "open the job to cancel", chromedp.Navigate(base+"#/jobs/"+c.ID), chromedp.WaitVisible(css("#cancel")))
-	do(t, ctx, "cancel", chromedp.Click(css("#cancel")), chromedp.WaitVisible(css("#cancel-confirm")))
+	step(t, ctx, "open the job to cancel", chromedp.Navigate(base+"#/jobs/"+c.ID), chromedp.WaitVisible(css("#cancel")))
+	step(t, ctx, "cancel", chromedp.Click(css("#cancel")), chromedp.WaitVisible(css("#cancel-confirm")))
 	screenshot(t, ctx, "console-job-cancel-confirm")
-	do(t, ctx, "confirm", chromedp.Click(css("#cancel-confirm")))
+	step(t, ctx, "confirm", chromedp.Click(css("#cancel-confirm")))
 	waitJS(t, ctx, "cancelled", `document.getElementById('job-status')?.textContent === 'cancelled'`)
 	if st := getJob(t, f.member, c.ID).Status; st != "cancelled" {
 		t.Errorf("after cancelling in the console the API says %s", st)
 	}
 
 	// The jobs list filters by tag and status.
-	do(t, ctx, "filter", chromedp.Navigate(base+"#/jobs"), chromedp.WaitVisible(css("#f-tag")),
+	step(t, ctx, "filter", chromedp.Navigate(base+"#/jobs"), chromedp.WaitVisible(css("#f-tag")),
 		chromedp.SendKeys(css("#f-tag"), "browser"), chromedp.Click(css(".filters button")))
 	waitJS(t, ctx, "filtered", `location.hash.includes('tag=browser') && document.querySelectorAll('#jobs tbody tr').length === 1`)
 	if got := get(t, ctx, "filtered row", chromedp.Text(css("#jobs tbody"))); !strings.Contains(got, j.ID) {
@@ -291,7 +304,7 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 	// The balance after the job settled: the ledger's charge, the same
 	// available amount as the API, and a top-up quote.
 	bal := balanceOf(t, f.member)
-	do(t, ctx, "open the balance", chromedp.Navigate(base+"#/balance"), chromedp.WaitVisible(css("#ledger")))
+	step(t, ctx, "open the balance", chromedp.Navigate(base+"#/balance"), chromedp.WaitVisible(css("#ledger")))
 	got := get(t, ctx, "available", chromedp.Text(css("#available")))
 	if v, err := strconv.ParseFloat(strings.TrimPrefix(got, "$"), 64); err != nil || int64(math.Round(v*1e6)) != int64(bal.AvailableUSD) {
 		t.Errorf("available shows %q, API says %s", got, bal.AvailableUSD)
@@ -303,7 +316,7 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 	if n := get(t, ctx, "spend bars", chromedp.Evaluate[int](`document.querySelectorAll('#spend svg rect.bar').length`)); n != 1 {
 		t.Errorf("spend chart has %d bars, want 1 (one day of charges)", n)
 	}
-	do(t, ctx, "top up", chromedp.SetValue(css("#topup-amount"), "25"), chromedp.Click(css("#topup button")),
+	step(t, ctx, "top up", chromedp.SetValue(css("#topup-amount"), "25"), chromedp.Click(css("#topup button")),
 		chromedp.WaitVisible(css("#quote-facts")))
 	var quotes apiv1.QuotePage
 	f.member.Get(t, "/api/v1/account/quotes").JSON(t, http.StatusOK, &quotes)
@@ -315,7 +328,7 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 	screenshot(t, ctx, "console-balance")
 
 	// Projects: readiness and the latest push.
-	do(t, ctx, "open the projects", chromedp.Navigate(base+"#/projects"), chromedp.WaitVisible(css("#projects")),
+	step(t, ctx, "open the projects", chromedp.Navigate(base+"#/projects"), chromedp.WaitVisible(css("#projects")),
 		chromedp.Click(css(`#projects a[href="#/projects/alpha"]`)), chromedp.WaitVisible(css("#push-h")))
 	if got := get(t, ctx, "project", chromedp.Text(css("main"))); !strings.Contains(got, "published") || !strings.Contains(got, "Ready for jobs") {
 		t.Errorf("project page shows %q", got)
@@ -332,7 +345,7 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 		{"#/balance", "#ledger", "console-balance-360"},
 		{"#/jobs", "#jobs", "console-jobs-360"},
 	} {
-		do(t, ctx, "open "+route.hash+" narrow", chromedp.Navigate(base+route.hash), chromedp.WaitVisible(css(route.ready)))
+		step(t, ctx, "open "+route.hash+" narrow", chromedp.Navigate(base+route.hash), chromedp.WaitVisible(css(route.ready)))
 		if w := get(t, ctx, "width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 360 {
 			t.Errorf("%s at 360 px is %d px wide", route.hash, w)
 		}
@@ -341,7 +354,7 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 	noCSPViolations(t, ctx, "console")
 
 	// Sign out: the token is gone from the tab.
-	do(t, ctx, "sign out", chromedp.Click(css("#signout")), chromedp.WaitVisible(css("#key-form")))
+	step(t, ctx, "sign out", chromedp.Click(css("#signout")), chromedp.WaitVisible(css("#key-form")))
 	if left := get(t, ctx, "storage", chromedp.Evaluate[int](`sessionStorage.length`)); left != 0 {
 		t.Errorf("after signing out sessionStorage holds %d items", left)
 	}
@@ -378,7 +391,7 @@ func testConsoleWallet(t *testing.T, f *fixture) {
 		signed = append(signed, in.Message)
 		return w.personalSign(in.Message), nil
 	}
-	do(t, ctx, "wallet sign-in",
+	step(t, ctx, "wallet sign-in",
 		chromedp.ExposeFunc("skiffTestSign", sign),
 		chromedp.Navigate(f.e.URL+"/console#/jobs"),
 		chromedp.WaitVisible(css("#wallet-signin:not([disabled])")),

@@ -32,10 +32,11 @@ export async function jobPage({ root, params: [id], signal }) {
     h("section", { "aria-labelledby": "tasks-h" }, h("h2", { id: "tasks-h" }, "Tasks"), counts, grid),
     detail, durations, result, arts);
 
+  let cancel = null; // kept across redraws, so a frame does not undo "are you sure?"
   const drawHead = () => {
     const j = st.job;
     const cost = (j.summary && j.summary.cost) || {};
-    const cancel = terminal.has(j.status) ? null : cancelControl(j.id, signal);
+    cancel = terminal.has(j.status) ? null : cancel || cancelControl(j.id, signal);
     replace(head,
       h("h1", { id: "job-h" }, "Job ", h("code", {}, j.id)),
       h("dl", { class: "facts" },

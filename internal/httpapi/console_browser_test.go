@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -291,6 +292,32 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 	if st := getJob(t, f.member, c.ID).Status; st != "cancelled" {
 		t.Errorf("after cancelling in the console the API says %s", st)
 	}
+
+	// A sweep's leaderboard is a table that sorts by any column.
+	sw := submitJob(t, f.member, map[string]any{"type": "sweep", "parameters": map[string]any{"lr": []any{0.1, 0.01, 0.001}},
+		"rank_by": "val_loss", "rank_order": "asc", "timeout_s": 600})
+	for _, loss := range []string{"0.5", "0.2", "0.9"} {
+		o := succeed
+		o.Result = json.RawMessage(`{"val_loss": ` + loss + `}`)
+		runAttempt(t, f, sw.ID, 10*time.Second, o)
+	}
+	step(t, ctx, "open the sweep", chromedp.Navigate(base+"#/jobs/"+sw.ID), chromedp.WaitVisible(css("#leaderboard")))
+	column := func(name string) []string {
+		return get(t, ctx, "column "+name, chromedp.Evaluate[[]string](`(() => {
+			const i = [...document.querySelectorAll('#leaderboard thead th')].findIndex(th => th.textContent === `+jsString(name)+`);
+			return [...document.querySelectorAll('#leaderboard tbody tr')].map(r => r.cells[i].textContent);
+		})()`))
+	}
+	if got := strings.Join(column("value"), " "); got != "0.2 0.5 0.9" {
+		t.Errorf("leaderboard values %q, want best first: 0.2 0.5 0.9", got)
+	}
+	step(t, ctx, "sort by value", chromedp.Click(css(`#leaderboard th:nth-child(`+fmt.Sprint(1+slices.Index(
+		get(t, ctx, "headers", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#leaderboard thead th')].map(th => th.textContent)`)), "value"))+`) button`)))
+	step(t, ctx, "sort by value again", chromedp.Click(css(`#leaderboard th[aria-sort="ascending"] button`)))
+	if got := strings.Join(column("value"), " "); got != "0.9 0.5 0.2" {
+		t.Errorf("leaderboard sorted by value, descending: %q", got)
+	}
+	screenshot(t, ctx, "console-sweep-leaderboard")
 
 	// The jobs list filters by tag and status.
 	step(t, ctx, "filter", chromedp.Navigate(base+"#/jobs"), chromedp.WaitVisible(css("#f-tag")),

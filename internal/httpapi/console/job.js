@@ -17,6 +17,7 @@ const taskOrder = ["running", "queued", "succeeded", "failed", "cancelled"];
 export async function jobPage({ root, params: [id], signal }) {
   document.title = `${id} · Skiff console`;
   const st = { job: null, tasks: new Map(), taskCount: 0, truncated: false, selected: null, resultShown: false };
+  const cells = new Map(); // task index -> its button in the grid
 
   const head = h("section", { id: "job-head", "aria-labelledby": "job-h" });
   const live = h("p", { id: "stream-state", class: "hint", role: "status" }, "Connecting to the job stream…");
@@ -60,16 +61,27 @@ export async function jobPage({ root, params: [id], signal }) {
     const parts = taskOrder.filter((s) => by[s]).map((s) => `${by[s]} ${s}`);
     counts.textContent = `${st.taskCount} task${st.taskCount === 1 ? "" : "s"}: ${parts.join(" · ")}` +
       (st.truncated ? ` (the first ${st.tasks.size} are shown)` : "");
-    const cells = [...st.tasks.values()].sort((a, b) => a.index - b.index).map((t) => {
+    // Cells are updated in place, not rebuilt: a frame must not take the
+    // keyboard focus away from the cell someone is on.
+    const sorted = [...st.tasks.values()].sort((a, b) => a.index - b.index);
+    sorted.forEach((t, i) => {
+      let cell = cells.get(t.index);
+      if (!cell) {
+        cell = h("button", { type: "button", role: "listitem", "data-index": t.index,
+          onclick: () => { st.selected = t.index; drawTasks(); drawDetail(); } },
+        String(t.index), h("span", { class: "cellbar" }));
+        cells.set(t.index, cell);
+      }
       const pct = progressPct(t);
-      return h("button", { type: "button", role: "listitem", class: `cell ${t.status}`, "data-index": t.index,
-        "data-status": t.status, "aria-pressed": st.selected === t.index ? "true" : "false",
-        "aria-label": `Task ${t.index}: ${t.status}${pct !== null ? `, ${pct}%` : ""}`,
-        onclick: () => { st.selected = t.index; drawTasks(); drawDetail(); } },
-      String(t.index),
-      pct !== null ? h("span", { class: "cellbar", style: { width: `${pct}%` } }) : null);
+      cell.className = `cell ${t.status}`;
+      cell.dataset.status = t.status;
+      cell.setAttribute("aria-pressed", st.selected === t.index ? "true" : "false");
+      cell.setAttribute("aria-label", `Task ${t.index}: ${t.status}${pct !== null ? `, ${pct}%` : ""}`);
+      const bar = cell.lastChild;
+      bar.hidden = pct === null;
+      bar.style.width = `${pct || 0}%`;
+      if (grid.children[i] !== cell) grid.insertBefore(cell, grid.children[i] || null);
     });
-    replace(grid, cells);
     const ended = [...st.tasks.values()].filter((t) => t.runtime_s > 0).map((t) => t.runtime_s);
     replace(durations, barChart({ title: "Task run times (tasks per duration)", data: histogram(ended, 12, (v) => dur(v)), format: (v) => `${v} task${v === 1 ? "" : "s"}` }));
   };

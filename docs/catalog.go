@@ -31,6 +31,7 @@ func Catalog() []Page {
 		p("payments", "payments.md"),
 		p("artifacts", "artifacts.md"),
 		p("streams", "streams.md"),
+		p("console", "console.md"),
 		p("metrics", "metrics.md"),
 		p("cli", "cli.md"),
 		p("python-sdk", "python-sdk.md"),

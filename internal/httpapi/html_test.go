@@ -12,7 +12,7 @@ import (
 	"github.com/skiffhq/skiff/internal/testenv"
 )
 
-// The landing page and every docs page, as browsers get them, pass
+// The landing page, the console page and every docs page, as browsers get them, pass
 // html-validate's recommended rules (test/openapi/.htmlvalidate.json):
 // valid HTML, labelled controls, no duplicate ids, and so on.
 func TestHTMLValid(t *testing.T) {
@@ -21,7 +21,7 @@ func TestHTMLValid(t *testing.T) {
 	e := apitest.Start(t, apitest.Options{})
 	c := e.Client("")
 	out := t.TempDir()
-	paths := []string{"/", "/?waitlist=joined", "/?waitlist=invalid"}
+	paths := []string{"/", "/?waitlist=joined", "/?waitlist=invalid", "/console"}
 	for _, p := range docs.Catalog() {
 		paths = append(paths, p.Path)
 	}

@@ -98,6 +98,7 @@ var landingTemplate = template.Must(template.New("landing").Parse(`<!DOCTYPE htm
 <a href="/docs">Docs</a>
 <a href="/docs/pricing">Pricing</a>
 <a href="/docs/skill">For agents</a>
+<a href="/console">Console</a>
 <a href="/openapi.json">OpenAPI</a>
 </nav>
 </header>
@@ -109,7 +110,8 @@ var landingTemplate = template.Must(template.New("landing").Parse(`<!DOCTYPE htm
 fan-out over a dataset, a parameter sweep, map_reduce or a benchmark &mdash; and each task runs in a
 <strong>gVisor sandbox</strong>. You read JSON results and <strong>pay per second</strong> of runtime
 from a prepaid balance. No subscriptions, no idle charges.</p>
-<p><a class="button" href="/docs/skill">Get started</a> <a class="button secondary" href="/docs">Read the docs</a></p>
+<p><a class="button" href="/docs/skill">Get started</a> <a class="button secondary" href="/docs">Read the docs</a>
+<a class="button secondary" href="/console">Open the console</a></p>
 </section>
 
 <section aria-labelledby="pricing">

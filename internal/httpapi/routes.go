@@ -47,6 +47,8 @@ func (s *Server) routes() []route {
 		{"GET", "/llms-full.txt", public, s.llmsFull},
 		{"GET", "/api/v1/docs", public, s.docsIndex},
 		{"GET", "/api/v1/docs/{slug}", public, s.docsMarkdown},
+		{"GET", "/console", public, s.consoleIndex},
+		{"GET", "/console/{file...}", public, s.consoleFile},
 
 		// Auth.
 		{"POST", "/api/v1/auth/register", public, s.register},

@@ -36,6 +36,7 @@ func artifactSuite() []apiCase {
 		{"too_large_keeps_nothing", testArtifactTooLarge},
 		{"short_body_keeps_nothing", testArtifactShortBody},
 		{"dropped_connection_keeps_nothing", testArtifactDisconnect},
+		{"task_views_list_artifacts", testArtifactTaskViews},
 		{"ranges", testArtifactRanges},
 		{"foreign_and_unknown", testArtifactForeign},
 		{"delete_in_use_and_grace", testArtifactDelete},

@@ -264,11 +264,17 @@ func (s *Server) jobSnapshot(ctx context.Context, jobID string, pos int64, resyn
 	if err != nil {
 		return nil, err
 	}
+	arts, err := s.jobs.Artifacts(ctx, j.ID)
+	if err != nil {
+		return nil, err
+	}
 	now := s.clock.Now()
 	snap := &apiv1.JobStreamSnapshot{Job: jv, Tasks: make([]apiv1.Task, 0, len(tasks)), TaskCount: j.TaskCount,
 		TasksShown: len(tasks), TasksTruncated: int64(len(tasks)) < j.TaskCount, TaskCounts: counts, Position: pos, Resync: resync}
 	for _, t := range tasks {
-		snap.Tasks = append(snap.Tasks, job.TaskView(t, attempts[t.ID], now))
+		v := job.TaskView(t, attempts[t.ID], now)
+		job.WithArtifacts(&v, arts)
+		snap.Tasks = append(snap.Tasks, v)
 	}
 	return snap, nil
 }

@@ -187,7 +187,7 @@ func Start(t testing.TB, opts Options) *Env {
 	if fac == nil && pcfg.FacilitatorURL != "" {
 		fac = facilitatorhttp.New(pcfg.FacilitatorURL, pcfg.FacilitatorHeaders, pcfg.FacilitatorTimeout)
 	}
-	e.Payments = payment.NewService(pcfg, db, clk, log, fac)
+	e.Payments = payment.NewService(pcfg, db, clk, log, fac, nil)
 	e.Server = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
 		Version: "test", Payments: e.Payments, AuthRatePerAddress: opts.AuthRatePerAddress, AuthRatePerIP: opts.AuthRatePerIP,

@@ -7,8 +7,10 @@
 package payments_test
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -26,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiffhq/skiff/internal/build/buildtest"
 	"github.com/skiffhq/skiff/internal/payment"
 	"github.com/skiffhq/skiff/internal/testenv"
 )
@@ -406,6 +409,63 @@ func (h *harness) newQuote(t *testing.T, token string, usd float64) string {
 	return q.Quote.ID
 }
 
+// publish pushes a minimal project (FROM scratch, one file) to name and
+// waits for its build to publish.
+func (h *harness) publish(t *testing.T, token, name string) {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for file, body := range map[string]string{
+		"Dockerfile":         "FROM scratch\nCOPY runner /runner\nWORKDIR /app\n",
+		"skiff.project.json": `{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/app"}, "entrypoint": {"command": ["/runner"]}}`,
+		"runner":             "never run: this server has no host\n",
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: file, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), "POST", h.base+"/api/v1/projects/"+name+"/push", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/gzip")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var rec struct {
+		StatusURL string `json:"status_url"`
+	}
+	if resp.StatusCode != 202 || json.Unmarshal(b, &rec) != nil {
+		t.Fatalf("push: got %d %s, want 202", resp.StatusCode, b)
+	}
+	path := strings.TrimPrefix(rec.StatusURL, h.base)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st, _, b := h.api(t, "GET", path, token, nil, nil)
+		if st == 200 && strings.Contains(string(b), `"status":"published"`) {
+			return
+		}
+		if st != 200 || strings.Contains(string(b), `"status":"failed"`) || time.Now().After(deadline) {
+			t.Fatalf("push %s: %d %s", name, st, b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // facControl calls the facilitator's test control (facilitator.mjs).
 func (h *harness) facControl(t *testing.T, method, path string, out any) {
 	t.Helper()
@@ -590,6 +650,63 @@ func TestPaymentsEndToEnd(t *testing.T) {
 		// Resent: past the funds gate (the project has nothing published).
 		if st, _, b := h.api(t, "POST", "/api/v1/projects/thin/init", poor, map[string]any{}, nil); st == 402 || !strings.Contains(string(b), "not_published") {
 			t.Errorf("init resent after paying: got %d %s, want past the 402 (not_published)", st, b)
+		}
+	})
+
+	// The 402 of a job submit (the project is published, the balance is
+	// zero) paid with mppx, then the same request resent with the same
+	// Idempotency-Key: admitted.
+	t.Run("job_shortfall_paid_then_resent", func(t *testing.T) {
+		buildtest.RequireTools(t) // a job needs a published project: a real build
+		_, base := h.startServerAt(t, freePort(t), buildtest.DataDir(t))
+		saved := h.base
+		h.base = base
+		defer func() { h.base = saved }()
+		tok := h.signInAt(t, base, "base") // a fresh server: a fresh account, balance zero
+		if st, _, b := h.api(t, "POST", "/api/v1/projects", tok, map[string]any{"name": "jobs"}, nil); st != 201 {
+			t.Fatalf("create project: %d %s", st, b)
+		}
+		h.publish(t, tok, "jobs")
+		submit := func() (int, http.Header, []byte) {
+			return h.api(t, "POST", "/api/v1/jobs", tok, map[string]any{"project": "jobs", "runner_command": []string{"/runner"},
+				"payload": map[string]any{"n": 1}, "requirements": map[string]any{"cpu": 1, "memory_mb": 256}},
+				map[string]string{"Idempotency-Key": "job-shortfall-1"})
+		}
+		st, rh, b := submit()
+		var short struct {
+			Code    string `json:"code"`
+			Details struct {
+				Quote struct {
+					ID        string  `json:"id"`
+					QuoteType string  `json:"quote_type"`
+					AmountUSD float64 `json:"amount_usd"`
+				} `json:"quote"`
+			} `json:"details"`
+		}
+		_ = json.Unmarshal(b, &short)
+		q := short.Details.Quote
+		if st != 402 || q.ID == "" || q.QuoteType != "job_shortfall" || rh.Get("PAYMENT-REQUIRED") == "" ||
+			!strings.Contains(rh.Get("WWW-Authenticate"), q.ID) {
+			t.Fatalf("job submit without funds: got %d %s, want 402 with a job_shortfall quote and both challenges", st, b)
+		}
+		var r clientResult
+		h.client(t, "mpp-pay", map[string]any{"url": base + payPath(q.ID), "token": tok}, &r)
+		if r.Status != 201 || r.Receipt == nil || r.Receipt.ChallengeID != q.ID {
+			t.Fatalf("paying the shortfall with mppx: got %d %s (receipt %+v)", r.Status, r.Body, r.Receipt)
+		}
+		moved += int64(q.AmountUSD*1e6 + 0.5)
+		onChain(t, moved)
+		st, _, b = submit()
+		var j struct{ ID, Status string }
+		if st != 201 || json.Unmarshal(b, &j) != nil || j.ID == "" || j.Status != "queued" {
+			t.Fatalf("job resent after paying: got %d %s, want 201 queued", st, b)
+		}
+		// The same key again is the same job, not a second one.
+		if st, _, b := submit(); st != 201 && st != 200 || !strings.Contains(string(b), j.ID) {
+			t.Errorf("resent once more: got %d %s, want the job %s again", st, b, j.ID)
+		}
+		if n, _ := h.ledgerTotal(t, tok, "mpp_topup"); n != 1 {
+			t.Errorf("ledger: %d mpp_topup entries, want 1", n)
 		}
 	})
 

@@ -164,6 +164,69 @@ func (s *Server) streamEnd(r *http.Request, err error) error {
 	return nil
 }
 
+// streamSpec is what one kind of stream brings to serveStream: which
+// events it follows, and how it shows them.
+type streamSpec struct {
+	filter event.Filter
+	feed   store.JobEventFeedParams
+	// ended reports whether there is nothing more to show (every job
+	// ended): a client that resumes with nothing missed then gets 204,
+	// which tells EventSource to stop reconnecting. Nil: never.
+	ended func() bool
+	// emit sends the frames of a batch of events and says whether the
+	// stream is done (it sent the done frame).
+	emit func(sse *sseWriter, evs []*store.JobEvent) (bool, error)
+	// snapshot sends the snapshot frame of a fresh stream at position pos
+	// (resync says why a resume was refused) and says whether the stream
+	// is done.
+	snapshot func(sse *sseWriter, pos int64, resync *string) (bool, error)
+	// resumed, when set, runs after a resumed stream sent what its client
+	// missed, and says whether the stream is done.
+	resumed func(sse *sseWriter) (bool, error)
+}
+
+// serveStream runs a stream: subscribe (before anything is read, so that
+// nothing committed meanwhile is missed), find where the client resumes,
+// send what it missed or a snapshot, then follow the events until the
+// stream is done, times out or the client leaves.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, sp *streamSpec) error {
+	ctx := r.Context()
+	sub, closeSub, err := s.openStream(w, r, sp.filter)
+	if err != nil {
+		return err
+	}
+	defer closeSub()
+	missed, cursor, resume, resync, err := s.resumePoint(ctx, r, sp.feed)
+	if err != nil {
+		return err
+	}
+	if resume && len(missed) == 0 && sp.ended != nil && sp.ended() {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	sse, err := startSSE(w, r, s.streams.WriteTimeout)
+	if err != nil {
+		return nil
+	}
+	emit := func(evs []*store.JobEvent) (bool, error) { return sp.emit(sse, evs) }
+	if resume {
+		if len(missed) > 0 {
+			if done, err := emit(missed); done || err != nil {
+				return s.streamEnd(r, err)
+			}
+			cursor = missed[len(missed)-1].Position
+		}
+		if sp.resumed != nil {
+			if done, err := sp.resumed(sse); done || err != nil {
+				return s.streamEnd(r, err)
+			}
+		}
+	} else if done, err := sp.snapshot(sse, cursor, resync); done || err != nil {
+		return s.streamEnd(r, err)
+	}
+	return s.streamEnd(r, s.follow(ctx, sse, sub, sp.feed, cursor, emit))
+}
+
 // jobStream serves GET /api/v1/jobs/{id}/stream.
 func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
@@ -172,78 +235,60 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	feed := store.JobEventFeedParams{JobIDs: []string{j.ID}}
-	sub, closeSub, err := s.openStream(w, r, event.Filter{JobIDs: map[string]bool{j.ID: true}})
-	if err != nil {
-		return err
-	}
-	defer closeSub()
-	missed, cursor, resume, resync, err := s.resumePoint(ctx, r, feed)
-	if err != nil {
-		return err
-	}
-	if resume && len(missed) == 0 && j.Status.IsTerminal() {
-		// The client saw the end already: 204 tells EventSource to stop
-		// reconnecting.
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	sse, err := startSSE(w, r, s.streams.WriteTimeout)
-	if err != nil {
-		return nil
-	}
-	emit := func(evs []*store.JobEvent) (bool, error) {
-		terminal := false
-		for _, e := range evs {
-			if err := s.jobEventFrame(ctx, sse, e); err != nil {
-				return true, err
-			}
-			terminal = terminal || job.TerminalEvent(e.Kind)
-		}
-		if !terminal {
-			return false, nil
-		}
-		// Events committed with the job's end (state published, ...)
-		// come before done.
-		last := evs[len(evs)-1].Position
-		for {
-			rest, err := s.jobs.EventsAfter(ctx, &store.JobEventFeedParams{JobIDs: feed.JobIDs, After: last, Limit: feedBatch})
-			if err != nil || len(rest) == 0 {
-				break
-			}
-			for _, e := range rest {
+	return s.serveStream(w, r, &streamSpec{
+		filter: event.Filter{JobIDs: map[string]bool{j.ID: true}},
+		feed:   feed,
+		ended:  j.Status.IsTerminal,
+		emit: func(sse *sseWriter, evs []*store.JobEvent) (bool, error) {
+			terminal := false
+			for _, e := range evs {
 				if err := s.jobEventFrame(ctx, sse, e); err != nil {
 					return true, err
 				}
+				terminal = terminal || job.TerminalEvent(e.Kind)
 			}
-			last = rest[len(rest)-1].Position
-		}
-		return true, s.jobDone(ctx, sse, j.ID)
-	}
-	if resume {
-		if len(missed) > 0 {
-			if done, err := emit(missed); done || err != nil {
-				return s.streamEnd(r, err)
+			if !terminal {
+				return false, nil
 			}
-			cursor = missed[len(missed)-1].Position
-		}
-		if j.Status.IsTerminal() {
+			// Events committed with the job's end (state published, ...)
+			// come before done.
+			last := evs[len(evs)-1].Position
+			for {
+				rest, err := s.jobs.EventsAfter(ctx, &store.JobEventFeedParams{JobIDs: feed.JobIDs, After: last, Limit: feedBatch})
+				if err != nil || len(rest) == 0 {
+					break
+				}
+				for _, e := range rest {
+					if err := s.jobEventFrame(ctx, sse, e); err != nil {
+						return true, err
+					}
+				}
+				last = rest[len(rest)-1].Position
+			}
+			return true, s.jobDone(ctx, sse, j.ID)
+		},
+		snapshot: func(sse *sseWriter, pos int64, resync *string) (bool, error) {
+			snap, err := s.jobSnapshot(ctx, j.ID, pos, resync)
+			if err != nil {
+				return true, err
+			}
+			if err := sse.frame(apiv1.FrameSnapshot, posID(pos), snap); err != nil {
+				return true, err
+			}
+			if st := store.JobStatus(snap.Job.Status); st.IsTerminal() {
+				return true, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{JobID: j.ID, Status: string(st)})
+			}
+			return false, nil
+		},
+		resumed: func(sse *sseWriter) (bool, error) {
+			if !j.Status.IsTerminal() {
+				return false, nil
+			}
 			// The client had seen the end but not what was committed
 			// with it.
-			return s.streamEnd(r, s.jobDone(ctx, sse, j.ID))
-		}
-	} else {
-		snap, err := s.jobSnapshot(ctx, j.ID, cursor, resync)
-		if err != nil {
-			return s.streamEnd(r, err)
-		}
-		if err := sse.frame(apiv1.FrameSnapshot, posID(cursor), snap); err != nil {
-			return nil
-		}
-		if st := store.JobStatus(snap.Job.Status); st.IsTerminal() {
-			return s.streamEnd(r, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{JobID: j.ID, Status: string(st)}))
-		}
-	}
-	return s.streamEnd(r, s.follow(ctx, sse, sub, feed, cursor, emit))
+			return true, s.jobDone(ctx, sse, j.ID)
+		},
+	})
 }
 
 // jobSnapshot reads a job stream's snapshot.
@@ -389,16 +434,6 @@ func (s *Server) jobWatch(w http.ResponseWriter, r *http.Request) error {
 			jobIDs = append(jobIDs, id)
 		}
 	}
-	feed := store.JobEventFeedParams{JobIDs: jobIDs}
-	sub, closeSub, err := s.openStream(w, r, event.Filter{JobIDs: watched})
-	if err != nil {
-		return err
-	}
-	defer closeSub()
-	missed, cursor, resume, resync, err := s.resumePoint(ctx, r, feed)
-	if err != nil {
-		return err
-	}
 	allDone := func() bool {
 		for _, st := range statuses {
 			if !store.JobStatus(st).IsTerminal() {
@@ -407,73 +442,63 @@ func (s *Server) jobWatch(w http.ResponseWriter, r *http.Request) error {
 		}
 		return true
 	}
-	if resume && len(missed) == 0 && allDone() {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	sse, err := startSSE(w, r, s.streams.WriteTimeout)
-	if err != nil {
-		return nil
-	}
-	emit := func(evs []*store.JobEvent) (bool, error) {
-		for _, e := range evs {
-			if !isJobEvent(e.Kind) {
-				continue // watch streams carry job deltas only
+	return s.serveStream(w, r, &streamSpec{
+		filter: event.Filter{JobIDs: watched},
+		feed:   store.JobEventFeedParams{JobIDs: jobIDs},
+		ended:  allDone,
+		emit: func(sse *sseWriter, evs []*store.JobEvent) (bool, error) {
+			for _, e := range evs {
+				if !isJobEvent(e.Kind) {
+					continue // watch streams carry job deltas only
+				}
+				j, err := s.store.JobGetByID(ctx, e.JobID)
+				if err != nil {
+					return true, err
+				}
+				frame, err := s.watchJobFrame(ctx, j, e)
+				if err != nil {
+					return true, err
+				}
+				if err := sse.frame(apiv1.FrameJob, posID(e.Position), frame); err != nil {
+					return true, err
+				}
+				if job.TerminalEvent(e.Kind) {
+					statuses[e.JobID] = string(j.Status)
+				}
 			}
-			j, err := s.store.JobGetByID(ctx, e.JobID)
-			if err != nil {
+			if !allDone() {
+				return false, nil
+			}
+			return true, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{Statuses: statuses})
+		},
+		snapshot: func(sse *sseWriter, pos int64, resync *string) (bool, error) {
+			snap := apiv1.WatchSnapshot{Jobs: make([]apiv1.WatchEntry, 0, len(ids)), Position: pos, Resync: resync}
+			for _, id := range ids {
+				if !watched[id] {
+					i := slices.IndexFunc(entries, func(e apiv1.WatchEntry) bool { return e.ID == id })
+					snap.Jobs = append(snap.Jobs, entries[i])
+					continue
+				}
+				j, err := s.store.JobGetByID(ctx, id)
+				if err != nil {
+					return true, err
+				}
+				statuses[id] = string(j.Status)
+				jv, res, err := s.watchView(ctx, j)
+				if err != nil {
+					return true, err
+				}
+				snap.Jobs = append(snap.Jobs, apiv1.WatchEntry{ID: id, Job: jv, Result: res})
+			}
+			if err := sse.frame(apiv1.FrameSnapshot, posID(pos), snap); err != nil {
 				return true, err
 			}
-			frame, err := s.watchJobFrame(ctx, j, e)
-			if err != nil {
-				return true, err
+			if allDone() {
+				return true, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{Statuses: statuses})
 			}
-			if err := sse.frame(apiv1.FrameJob, posID(e.Position), frame); err != nil {
-				return true, err
-			}
-			if job.TerminalEvent(e.Kind) {
-				statuses[e.JobID] = string(j.Status)
-			}
-		}
-		if !allDone() {
 			return false, nil
-		}
-		return true, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{Statuses: statuses})
-	}
-	if resume {
-		if len(missed) > 0 {
-			if done, err := emit(missed); done || err != nil {
-				return s.streamEnd(r, err)
-			}
-			cursor = missed[len(missed)-1].Position
-		}
-	} else {
-		snap := apiv1.WatchSnapshot{Jobs: make([]apiv1.WatchEntry, 0, len(ids)), Position: cursor, Resync: resync}
-		for _, id := range ids {
-			if !watched[id] {
-				i := slices.IndexFunc(entries, func(e apiv1.WatchEntry) bool { return e.ID == id })
-				snap.Jobs = append(snap.Jobs, entries[i])
-				continue
-			}
-			j, err := s.store.JobGetByID(ctx, id)
-			if err != nil {
-				return s.streamEnd(r, err)
-			}
-			statuses[id] = string(j.Status)
-			jv, res, err := s.watchView(ctx, j)
-			if err != nil {
-				return s.streamEnd(r, err)
-			}
-			snap.Jobs = append(snap.Jobs, apiv1.WatchEntry{ID: id, Job: jv, Result: res})
-		}
-		if err := sse.frame(apiv1.FrameSnapshot, posID(cursor), snap); err != nil {
-			return nil
-		}
-		if allDone() {
-			return s.streamEnd(r, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{Statuses: statuses}))
-		}
-	}
-	return s.streamEnd(r, s.follow(ctx, sse, sub, feed, cursor, emit))
+		},
+	})
 }
 
 // watchView is a watched job's object and its result fields.
@@ -506,67 +531,47 @@ func (s *Server) projectStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	feed := store.JobEventFeedParams{AccountID: p.Account.ID, ProjectID: proj.ID}
-	sub, closeSub, err := s.openStream(w, r, event.Filter{AccountID: p.Account.ID, ProjectID: proj.ID})
-	if err != nil {
-		return err
-	}
-	defer closeSub()
-	missed, cursor, resume, resync, err := s.resumePoint(ctx, r, feed)
-	if err != nil {
-		return err
-	}
-	sse, err := startSSE(w, r, s.streams.WriteTimeout)
-	if err != nil {
-		return nil
-	}
-	emit := func(evs []*store.JobEvent) (bool, error) {
-		for _, e := range evs {
-			if !isJobEvent(e.Kind) {
-				continue // job deltas only
+	return s.serveStream(w, r, &streamSpec{
+		filter: event.Filter{AccountID: p.Account.ID, ProjectID: proj.ID},
+		feed:   store.JobEventFeedParams{AccountID: p.Account.ID, ProjectID: proj.ID},
+		emit: func(sse *sseWriter, evs []*store.JobEvent) (bool, error) {
+			for _, e := range evs {
+				if !isJobEvent(e.Kind) {
+					continue // job deltas only
+				}
+				j, err := s.store.JobGetByID(ctx, e.JobID)
+				if err != nil {
+					return true, err
+				}
+				entry := job.JobListEntryView(j, false)
+				if err := sse.frame(apiv1.FrameJob, posID(e.Position), apiv1.ProjectJobFrame{Event: job.EventView(e), Job: entry}); err != nil {
+					return true, err
+				}
 			}
-			j, err := s.store.JobGetByID(ctx, e.JobID)
-			if err != nil {
-				return true, err
+			return false, nil
+		},
+		snapshot: func(sse *sseWriter, pos int64, resync *string) (bool, error) {
+			snap := apiv1.ProjectSnapshot{Project: proj.Name, Active: []apiv1.JobListEntry{}, Queued: []apiv1.JobListEntry{},
+				Recent: []apiv1.JobListEntry{}, Position: pos, Resync: resync}
+			for _, part := range []struct {
+				dst      *[]apiv1.JobListEntry
+				statuses []store.JobStatus
+				limit    int
+			}{
+				{&snap.Active, []store.JobStatus{store.JobRunning}, projectOpenJobs},
+				{&snap.Queued, []store.JobStatus{store.JobPlanning, store.JobQueued}, projectOpenJobs},
+				{&snap.Recent, terminalStatuses, projectRecentJobs},
+			} {
+				jobs, _, err := s.jobs.List(ctx, &store.JobListParams{AccountID: p.Account.ID, ProjectID: proj.ID,
+					Statuses: part.statuses, Limit: part.limit})
+				if err != nil {
+					return true, err
+				}
+				for _, j := range jobs {
+					*part.dst = append(*part.dst, job.JobListEntryView(j, false))
+				}
 			}
-			entry := job.JobListEntryView(j, false)
-			if err := sse.frame(apiv1.FrameJob, posID(e.Position), apiv1.ProjectJobFrame{Event: job.EventView(e), Job: entry}); err != nil {
-				return true, err
-			}
-		}
-		return false, nil
-	}
-	if resume {
-		if len(missed) > 0 {
-			if _, err := emit(missed); err != nil {
-				return s.streamEnd(r, err)
-			}
-			cursor = missed[len(missed)-1].Position
-		}
-	} else {
-		snap := apiv1.ProjectSnapshot{Project: proj.Name, Active: []apiv1.JobListEntry{}, Queued: []apiv1.JobListEntry{},
-			Recent: []apiv1.JobListEntry{}, Position: cursor, Resync: resync}
-		for _, part := range []struct {
-			dst      *[]apiv1.JobListEntry
-			statuses []store.JobStatus
-			limit    int
-		}{
-			{&snap.Active, []store.JobStatus{store.JobRunning}, projectOpenJobs},
-			{&snap.Queued, []store.JobStatus{store.JobPlanning, store.JobQueued}, projectOpenJobs},
-			{&snap.Recent, terminalStatuses, projectRecentJobs},
-		} {
-			jobs, _, err := s.jobs.List(ctx, &store.JobListParams{AccountID: p.Account.ID, ProjectID: proj.ID,
-				Statuses: part.statuses, Limit: part.limit})
-			if err != nil {
-				return s.streamEnd(r, err)
-			}
-			for _, j := range jobs {
-				*part.dst = append(*part.dst, job.JobListEntryView(j, false))
-			}
-		}
-		if err := sse.frame(apiv1.FrameSnapshot, posID(cursor), snap); err != nil {
-			return nil
-		}
-	}
-	return s.streamEnd(r, s.follow(ctx, sse, sub, feed, cursor, emit))
+			return false, sse.frame(apiv1.FrameSnapshot, posID(pos), snap)
+		},
+	})
 }

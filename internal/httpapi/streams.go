@@ -82,18 +82,26 @@ func (s *Server) resumePoint(ctx context.Context, r *http.Request, feed store.Jo
 	return missed, pos, true, nil, nil
 }
 
-// follow sends the frames of the events committed after cursor (emit turns
-// a batch into frames and says when the stream is done) on every wake-up,
-// pings while idle, and ends the stream with a timeout frame when its life
-// is over. A subscription closed under it (the client read too slowly, or
-// the server stops) ends the stream; the client resumes with
+// follow sends the frames of the events after cursor as the subscription
+// delivers them (emit turns a batch into frames and says when the stream is
+// done), pings while idle, and ends the stream with a timeout frame when
+// its life is over. A subscription closed under it (the client read too
+// slowly, or the server stops) ends the stream; the client resumes with
 // Last-Event-ID.
-func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscription, feed store.JobEventFeedParams, cursor int64,
+//
+// The subscription is the broker's read of the store's feed, in position
+// order, of every event after its start that the filter selects; it opened
+// before the stream's snapshot or missed events were read, so together
+// they leave no gap, and what it repeats (at or before cursor) is skipped.
+// No stream reads the store for its deltas: with a thousand streams, one
+// read of the feed serves them all.
+func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscription, cursor int64,
 	emit func([]*store.JobEvent) (bool, error)) error {
 	life := time.NewTimer(s.streams.Timeout)
 	defer life.Stop()
 	ping := time.NewTicker(s.streams.PingInterval)
 	defer ping.Stop()
+	var batch []*store.JobEvent
 	for {
 		select {
 		case <-ctx.Done():
@@ -106,32 +114,28 @@ func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscrip
 			if err := sse.frame(apiv1.FramePing, "", map[string]any{"time": s.clock.Now()}); err != nil {
 				return nil
 			}
-		case _, ok := <-sub.C:
+		case e, ok := <-sub.C:
 			if !ok {
 				if errors.Is(sub.Err(), event.ErrSlow) {
 					s.log.InfoContext(ctx, "stream closed: client fell behind", "request_id", requestID(ctx))
 				}
 				return nil
 			}
-			drain(sub.C)
-			for {
-				feed.After, feed.Limit = cursor, feedBatch
-				evs, err := s.jobs.EventsAfter(ctx, &feed)
-				if err != nil {
-					return err
-				}
-				if len(evs) == 0 {
-					break
-				}
-				done, err := emit(evs)
-				if err != nil || done {
-					return err
-				}
-				cursor = evs[len(evs)-1].Position
-				if len(evs) < feedBatch {
-					break
+			batch = takeQueued(sub.C, append(batch[:0], e), feedBatch)
+			fresh := batch[:0]
+			for _, e := range batch {
+				if e.Position > cursor {
+					fresh = append(fresh, e)
 				}
 			}
+			if len(fresh) == 0 {
+				continue
+			}
+			done, err := emit(fresh)
+			if err != nil || done {
+				return err
+			}
+			cursor = fresh[len(fresh)-1].Position
 		}
 	}
 }
@@ -140,19 +144,21 @@ func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscrip
 // its frame is a job frame.
 func isJobEvent(kind string) bool { return strings.HasPrefix(kind, "job.") }
 
-// drain empties c without blocking: one read of the feed covers every
-// wake-up already queued.
-func drain(c <-chan *store.JobEvent) {
-	for {
+// takeQueued appends to batch, without blocking, the events already
+// queued on c, up to max in all: one emit for what arrived together.
+func takeQueued(c <-chan *store.JobEvent, batch []*store.JobEvent, max int) []*store.JobEvent {
+	for len(batch) < max {
 		select {
-		case _, ok := <-c:
+		case e, ok := <-c:
 			if !ok {
-				return
+				return batch
 			}
+			batch = append(batch, e)
 		default:
-			return
+			return batch
 		}
 	}
+	return batch
 }
 
 // streamEnd ends a handler whose stream already answered 200: a failure
@@ -224,7 +230,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, sp *streamS
 	} else if done, err := sp.snapshot(sse, cursor, resync); done || err != nil {
 		return s.streamEnd(r, err)
 	}
-	return s.streamEnd(r, s.follow(ctx, sse, sub, sp.feed, cursor, emit))
+	return s.streamEnd(r, s.follow(ctx, sse, sub, cursor, emit))
 }
 
 // jobStream serves GET /api/v1/jobs/{id}/stream.

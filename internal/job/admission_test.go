@@ -119,7 +119,7 @@ func TestIdempotentSubmit(t *testing.T) {
 	if !errors.As(err, &fe) || fe.Kind != fault.KindPaymentRequired {
 		t.Fatalf("unfunded: got %v, want 402", err)
 	}
-	if _, err := billing.New(b.store, b.clock).GrantCredit(ctx, b.account, 1_000_000, "top-up"); err != nil {
+	if _, err := billing.New(b.store, b.clock, nil).GrantCredit(ctx, b.account, 1_000_000, "top-up"); err != nil {
 		t.Fatal(err)
 	}
 	j, replayed, err := b.svc.SubmitIdempotent(ctx, b.account, decode(t, body), funded)

@@ -52,7 +52,7 @@ func setupOn(t testing.TB, db store.Store, published bool) *bundle {
 		t.Fatal(err)
 	}
 	clk := clock.NewFake(now)
-	if _, err := billing.New(db, clk).GrantCredit(ctx, a.ID, 50_000_000, "test"); err != nil {
+	if _, err := billing.New(db, clk, nil).GrantCredit(ctx, a.ID, 50_000_000, "test"); err != nil {
 		t.Fatal(err)
 	}
 	p, err := db.ProjectCreate(ctx, &store.ProjectWriteParams{ID: id.New(id.Project), AccountID: a.ID, Name: "demo",

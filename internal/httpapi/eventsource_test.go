@@ -78,65 +78,52 @@ func TestEventSourceClient(t *testing.T) {
 // TestCurlStream reads the streams with curl: a job stream from its
 // snapshot to done, and a resume with a Last-Event-ID header.
 func TestCurlStream(t *testing.T) {
-	t.Parallel()
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		testenv.Skip(t, "curl not installed")
-	}
-	for _, eng := range apitest.Engines() {
-		t.Run(eng.Name, func(t *testing.T) {
-			t.Parallel()
-			if eng.Skip != "" {
-				testenv.Skip(t, eng.Skip)
+	onEnginesWithTool(t, "curl", "curl not installed", apitest.Options{}, func(t *testing.T, f *fixture, curl string) {
+		j := submitJob(t, f.member, fanOut(2))
+		runAttempt(t, f, j.ID, time.Second, succeed)
+		evs := eventsOf(t, f, j.ID)
+		mid := evs[1].Position
+		runAttempt(t, f, j.ID, time.Second, succeed) // the job ends
+		run := func(args ...string) string {
+			t.Helper()
+			base := []string{"-sS", "-N", "--max-time", "30", "-H", "Authorization: Bearer " + f.acct.Member}
+			out, err := exec.CommandContext(t.Context(), curl, append(base, args...)...).Output()
+			if err != nil {
+				t.Fatalf("curl %v: %v", args, err)
 			}
-			f := setupWith(t, eng, apitest.Options{})
-			funded(100_000_000)(t, f)
-			j := submitJob(t, f.member, fanOut(2))
-			runAttempt(t, f, j.ID, time.Second, succeed)
-			evs := eventsOf(t, f, j.ID)
-			mid := evs[1].Position
-			runAttempt(t, f, j.ID, time.Second, succeed) // the job ends
-			run := func(args ...string) string {
-				t.Helper()
-				base := []string{"-sS", "-N", "--max-time", "30", "-H", "Authorization: Bearer " + f.acct.Member}
-				out, err := exec.CommandContext(t.Context(), curl, append(base, args...)...).Output()
-				if err != nil {
-					t.Fatalf("curl %v: %v", args, err)
+			return string(out)
+		}
+		names := func(out string) (events, ids []string) {
+			for _, line := range strings.Split(out, "\n") {
+				if v, ok := strings.CutPrefix(line, "event: "); ok {
+					events = append(events, v)
 				}
-				return string(out)
-			}
-			names := func(out string) (events, ids []string) {
-				for _, line := range strings.Split(out, "\n") {
-					if v, ok := strings.CutPrefix(line, "event: "); ok {
-						events = append(events, v)
-					}
-					if v, ok := strings.CutPrefix(line, "id: "); ok {
-						ids = append(ids, v)
-					}
-				}
-				return events, ids
-			}
-			// The whole story of an ended job: snapshot, then done.
-			events, _ := names(run(f.e.URL + streamPath(j.ID)))
-			if strings.Join(events, " ") != "snapshot done" {
-				t.Errorf("ended job: got frames %v, want snapshot done", events)
-			}
-			// Resumed after the second event: every later event, then done.
-			_, ids := names(run("-H", "Last-Event-ID: "+strconv.FormatInt(mid, 10), f.e.URL+streamPath(j.ID)))
-			var want []string
-			for _, e := range eventsOf(t, f, j.ID) {
-				if e.Position > mid {
-					want = append(want, strconv.FormatInt(e.Position, 10))
+				if v, ok := strings.CutPrefix(line, "id: "); ok {
+					ids = append(ids, v)
 				}
 			}
-			if strings.Join(ids, " ") != strings.Join(want, " ") {
-				t.Errorf("resumed ids: got %v, want %v", ids, want)
+			return events, ids
+		}
+		// The whole story of an ended job: snapshot, then done.
+		events, _ := names(run(f.e.URL + streamPath(j.ID)))
+		if strings.Join(events, " ") != "snapshot done" {
+			t.Errorf("ended job: got frames %v, want snapshot done", events)
+		}
+		// Resumed after the second event: every later event, then done.
+		_, ids := names(run("-H", "Last-Event-ID: "+strconv.FormatInt(mid, 10), f.e.URL+streamPath(j.ID)))
+		var want []string
+		for _, e := range eventsOf(t, f, j.ID) {
+			if e.Position > mid {
+				want = append(want, strconv.FormatInt(e.Position, 10))
 			}
-			// curl sees the 422 of a malformed watch.
-			out := run("-w", "%{http_code}", "-o", "/dev/null", f.e.URL+"/api/v1/jobs/watch?ids=bad")
-			if out != strconv.Itoa(http.StatusUnprocessableEntity) {
-				t.Errorf("bad watch: got %s, want 422", out)
-			}
-		})
-	}
+		}
+		if strings.Join(ids, " ") != strings.Join(want, " ") {
+			t.Errorf("resumed ids: got %v, want %v", ids, want)
+		}
+		// curl sees the 422 of a malformed watch.
+		out := run("-w", "%{http_code}", "-o", "/dev/null", f.e.URL+"/api/v1/jobs/watch?ids=bad")
+		if out != strconv.Itoa(http.StatusUnprocessableEntity) {
+			t.Errorf("bad watch: got %s, want 422", out)
+		}
+	})
 }

@@ -344,23 +344,26 @@ type JobResult struct {
 
 // ResultTask is one task of a result.
 type ResultTask struct {
-	TaskID         string          `json:"task_id"`
-	Index          int64           `json:"index"`
-	Status         string          `json:"status"`
-	Payload        json.RawMessage `json:"payload"`
-	Result         json.RawMessage `json:"result"`
-	ArtifactIDs    []string        `json:"artifact_ids"`
-	ResultPresent  bool            `json:"result_present"`
-	ResultQuality  json.RawMessage `json:"result_quality"`
-	ResultWarnings []string        `json:"result_warnings"`
-	Output         string          `json:"output"`
-	OutputPresent  bool            `json:"output_present"`
-	Error          *string         `json:"error"`
-	ChunkIndex     *int            `json:"chunk_index,omitempty"`
-	ChunkCount     *int            `json:"chunk_count,omitempty"`
-	SeedRange      json.RawMessage `json:"seed_range,omitempty"`
-	StartedAt      *time.Time      `json:"started_at"`
-	CompletedAt    *time.Time      `json:"completed_at"`
+	TaskID      string          `json:"task_id"`
+	Index       int64           `json:"index"`
+	Status      string          `json:"status"`
+	Payload     json.RawMessage `json:"payload"`
+	Result      json.RawMessage `json:"result"`
+	ArtifactIDs []string        `json:"artifact_ids"`
+	// ResultArtifactID is the artifact holding a result too large to keep
+	// inline (result then holds the result_spilled marker); absent else.
+	ResultArtifactID *string         `json:"result_artifact_id,omitempty"`
+	ResultPresent    bool            `json:"result_present"`
+	ResultQuality    json.RawMessage `json:"result_quality"`
+	ResultWarnings   []string        `json:"result_warnings"`
+	Output           string          `json:"output"`
+	OutputPresent    bool            `json:"output_present"`
+	Error            *string         `json:"error"`
+	ChunkIndex       *int            `json:"chunk_index,omitempty"`
+	ChunkCount       *int            `json:"chunk_count,omitempty"`
+	SeedRange        json.RawMessage `json:"seed_range,omitempty"`
+	StartedAt        *time.Time      `json:"started_at"`
+	CompletedAt      *time.Time      `json:"completed_at"`
 }
 
 // ResultListEntry is one job of GET /api/v1/results. With include_tasks it

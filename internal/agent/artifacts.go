@@ -106,7 +106,7 @@ func (c *inputCache) fill(key, final string, fetch func(w io.Writer) (string, er
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	if got != "" && got != sum {
-		return "", fmt.Errorf("fetched content has sha256 %s, want %s", sum, got)
+		return "", &inputDigestError{got: sum, want: got}
 	}
 	if err := os.Chmod(f.Name(), 0o444); err != nil {
 		return "", err
@@ -115,6 +115,15 @@ func (c *inputCache) fill(key, final string, fetch func(w io.Writer) (string, er
 		return "", err
 	}
 	return final, nil
+}
+
+// inputDigestError is an input whose content does not have the sha256 its
+// artifact names: a fault of the content (an external URL that serves
+// other bytes than the user said), not of the host.
+type inputDigestError struct{ got, want string }
+
+func (e *inputDigestError) Error() string {
+	return fmt.Sprintf("fetched content has sha256 %s, want %s", e.got, e.want)
 }
 
 // resolveInputs fetches (or finds cached) each input and names it in the

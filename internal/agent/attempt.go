@@ -69,6 +69,13 @@ func (at *attempt) run(ctx context.Context, refuse string) {
 			log.Info("attempt stopped before it started", "err", err)
 			t := now()
 			o = &agentproto.Outcome{Killed: true, StartedAt: t, EndedAt: t}
+		case errors.As(err, new(*inputDigestError)):
+			// Content that does not match the digest the user gave will
+			// not match on another host either: the task fails at once,
+			// like a declared upload that breaks the rules.
+			log.Warn("attempt input refused", "err", err)
+			t := now()
+			o = &agentproto.Outcome{ArtifactError: err.Error(), StartedAt: t, EndedAt: t}
 		case err != nil:
 			log.Warn("attempt failed on the host", "err", err)
 			t := now()

@@ -361,8 +361,10 @@ type Outcome struct {
 	// directory, a spilled result and the full output.
 	Artifacts []UploadedArtifact `json:"artifacts,omitempty"`
 	// ArtifactError says why declared uploads (payload._artifacts.upload)
-	// were refused: an absolute path, an escape, a symlink or a missing
-	// file. The attempt then fails, whatever the runner's exit code.
+	// were refused (an absolute path, an escape, a symlink or a missing
+	// file) or why an input was (its content does not have the sha256
+	// its artifact names; the runner did not start). The attempt then
+	// fails, whatever the runner's exit code, and is not retried.
 	ArtifactError string `json:"artifact_error,omitempty"`
 	// ResultArtifactID is set when the result file was too large to keep
 	// inline and was uploaded as an artifact instead.

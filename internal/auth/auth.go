@@ -22,7 +22,9 @@ type Service struct {
 	wallet WalletConfig
 }
 
-func New(s store.Store, c clock.Clock) *Service { return &Service{store: s, clock: c} }
+func New(s store.Store, c clock.Clock, wallet WalletConfig) *Service {
+	return &Service{store: s, clock: c, wallet: wallet}
+}
 
 var accountNameRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._@-]{0,127}$`)
 

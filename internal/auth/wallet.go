@@ -93,9 +93,6 @@ type WalletConfig struct {
 	Policy *WalletPolicy
 }
 
-// SetWallet configures wallet sign-in.
-func (s *Service) SetWallet(c WalletConfig) { s.wallet = c }
-
 var walletAddressRe = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
 
 // WalletChallengeParams is a sign-in request.

@@ -31,13 +31,14 @@ type Service struct {
 	rates PriceSource
 }
 
-// New returns a billing service pricing at DefaultRates until SetRates.
-func New(s store.Store, c clock.Clock) *Service {
-	return &Service{store: s, clock: c, rates: StaticRates(DefaultRates)}
+// New returns a billing service pricing at the rates p gives; nil prices
+// at DefaultRates.
+func New(s store.Store, c clock.Clock, p PriceSource) *Service {
+	if p == nil {
+		p = StaticRates(DefaultRates)
+	}
+	return &Service{store: s, clock: c, rates: p}
 }
-
-// SetRates sets where current rates come from.
-func (s *Service) SetRates(p PriceSource) { s.rates = p }
 
 // Rates are the current market rates.
 func (s *Service) Rates() Rates { return s.rates.Rates() }

@@ -58,7 +58,7 @@ func TestAttemptCost(t *testing.T) {
 // being timeout_s or a smaller runtime_hint_s.
 func TestQuote(t *testing.T) {
 	t.Parallel()
-	s := billing.New(nil, clock.NewFake(time.Unix(0, 0)))
+	s := billing.New(nil, clock.NewFake(time.Unix(0, 0)), nil)
 	for _, tc := range []struct {
 		name           string
 		shape          billing.JobShape

@@ -66,7 +66,7 @@ func adminCreateKey(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	secret, _, err := auth.New(db, clock.System{}).CreateKey(ctx, *account, store.Role(*role))
+	secret, _, err := auth.New(db, clock.System{}, auth.WalletConfig{}).CreateKey(ctx, *account, store.Role(*role))
 	if err != nil {
 		return err
 	}
@@ -99,11 +99,11 @@ func adminGrantCredit(ctx context.Context, e *env, args []string) error {
 	}
 	defer db.Close()
 	clk := clock.System{}
-	acct, err := auth.New(db, clk).AccountGetOrCreate(ctx, *account)
+	acct, err := auth.New(db, clk, auth.WalletConfig{}).AccountGetOrCreate(ctx, *account)
 	if err != nil {
 		return err
 	}
-	bill := billing.New(db, clk)
+	bill := billing.New(db, clk, nil)
 	if _, err := bill.GrantCredit(ctx, acct.ID, int64(amount), *note); err != nil {
 		return err
 	}

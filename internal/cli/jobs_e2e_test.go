@@ -33,19 +33,7 @@ func TestJobsEndToEndSurviveKill9(t *testing.T) {
 	key := strings.TrimSpace(skiff(t, nil, "admin", "create-key", "--data-dir", dir, "--account", "e2e").stdout)
 	skiff(t, nil, "admin", "grant-credit", "--data-dir", dir, "--account", "e2e", "--usd", "20")
 	c := srv.client(t, key)
-	c.Post(t, "/api/v1/projects", map[string]any{"name": "e2e", "env": map[string]string{"GREETING": "hi"}}).
-		Want(t, http.StatusCreated)
-	body := tarball(t, map[string]string{
-		"Dockerfile":         "FROM scratch\nCOPY runner /runner\nWORKDIR /app\n",
-		"skiff.project.json": `{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/app"}, "entrypoint": {"command": ["/runner"]}}`,
-		"runner":             string(runner),
-	})
-	var rec struct {
-		StatusURL string `json:"status_url"`
-	}
-	c.Do(t, apitest.Request{Method: http.MethodPost, Path: "/api/v1/projects/e2e/push", Body: body,
-		Header: http.Header{"Content-Type": {"application/gzip"}}}).JSON(t, http.StatusAccepted, &rec)
-	waitJSON(t, c, rec.StatusURL, time.Minute, func(m map[string]any) bool { return m["status"] == "published" })
+	publishRunner(t, c, "e2e", runner)
 
 	submit := func(p sandboxtest.Payload) string {
 		t.Helper()
@@ -119,6 +107,25 @@ func TestJobsEndToEndSurviveKill9(t *testing.T) {
 	if code := srv.stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit: %d", code)
 	}
+}
+
+// publishRunner creates project name (env GREETING=hi) with the test
+// runner as its image (FROM scratch) and waits until its push publishes.
+func publishRunner(t *testing.T, c *apitest.Client, name string, runner []byte) {
+	t.Helper()
+	c.Post(t, "/api/v1/projects", map[string]any{"name": name, "env": map[string]string{"GREETING": "hi"}}).
+		Want(t, http.StatusCreated)
+	body := tarball(t, map[string]string{
+		"Dockerfile":         "FROM scratch\nCOPY runner /runner\nWORKDIR /app\n",
+		"skiff.project.json": `{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/app"}, "entrypoint": {"command": ["/runner"]}}`,
+		"runner":             string(runner),
+	})
+	var rec struct {
+		StatusURL string `json:"status_url"`
+	}
+	c.Do(t, apitest.Request{Method: http.MethodPost, Path: "/api/v1/projects/" + name + "/push", Body: body,
+		Header: http.Header{"Content-Type": {"application/gzip"}}}).JSON(t, http.StatusAccepted, &rec)
+	waitJSON(t, c, rec.StatusURL, time.Minute, func(m map[string]any) bool { return m["status"] == "published" })
 }
 
 // waitJSON polls path until ok holds for its JSON object.

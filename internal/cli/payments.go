@@ -14,6 +14,7 @@ import (
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/payment"
+	"github.com/skiffhq/skiff/internal/payment/evmrpc"
 	"github.com/skiffhq/skiff/internal/payment/facilitatorhttp"
 	"github.com/skiffhq/skiff/internal/store"
 )
@@ -33,6 +34,7 @@ type paymentFlags struct {
 	payTo              string
 	realm              string
 	quoteTTL           time.Duration
+	rpcURL             string
 }
 
 // headerFlags collects repeatable "Name: value" flags. Set never fails
@@ -82,6 +84,7 @@ func (f *paymentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.assetVersion, "x402-asset-version", payment.DefaultAssetVersion, "the token's EIP-712 domain version (env SKIFF_X402_ASSET_VERSION)")
 	fs.StringVar(&f.payTo, "x402-pay-to", "", "address that receives payments (env SKIFF_X402_PAY_TO)")
 	fs.DurationVar(&f.quoteTTL, "quote-ttl", payment.DefaultQuoteTTL, "how long a top-up quote can be paid, 10s to 24h (env SKIFF_QUOTE_TTL)")
+	fs.StringVar(&f.rpcURL, "x402-rpc-url", "", "JSON-RPC URL of a node of --x402-network, asked whether a payment went through when the facilitator's answer was lost (a crash between its settlement and the credit); never logged (env SKIFF_X402_RPC_URL)")
 	fs.StringVar(&f.realm, "mpp-realm", "", "MPP realm, bound into every MPP payment; default the host of --public-url (env SKIFF_MPP_REALM)")
 }
 
@@ -97,7 +100,8 @@ func (f *paymentFlags) config(listen string) (payment.Config, *auth.WalletPolicy
 		return payment.Config{}, nil, err
 	}
 	cfg := payment.Config{PublicURL: f.publicURL, FacilitatorURL: f.facilitatorURL, FacilitatorHeaders: headers,
-		Network: f.network, Asset: f.asset, AssetName: f.assetName, AssetVersion: f.assetVersion, PayTo: f.payTo, Realm: f.realm, QuoteTTL: f.quoteTTL}
+		Network: f.network, Asset: f.asset, AssetName: f.assetName, AssetVersion: f.assetVersion, PayTo: f.payTo, Realm: f.realm, QuoteTTL: f.quoteTTL,
+		RPCURL: f.rpcURL}
 	cfg.Fill()
 	if err := cfg.Validate(); err != nil {
 		return cfg, nil, fmt.Errorf("payments: %w", err)
@@ -122,10 +126,14 @@ func startPayments(ctx context.Context, log *slog.Logger, cfg payment.Config, db
 	if cfg.FacilitatorURL != "" {
 		fac = facilitatorhttp.New(cfg.FacilitatorURL, cfg.FacilitatorHeaders, cfg.FacilitatorTimeout)
 	}
-	svc := payment.NewService(cfg, db, clk, log.With("component", "payments"), fac)
+	var chain payment.Chain
+	if cfg.RPCURL != "" {
+		chain = evmrpc.New(cfg.RPCURL, cfg.FacilitatorTimeout)
+	}
+	svc := payment.NewService(cfg, db, clk, log.With("component", "payments"), fac, chain)
 	if svc.Enabled() {
 		log.Info("payments on", "network", cfg.Network, "asset", cfg.Asset, "pay_to", cfg.PayTo, "realm", cfg.Realm,
-			"facilitator", redactURL(cfg.FacilitatorURL), "facilitator_headers", len(cfg.FacilitatorHeaders))
+			"facilitator", redactURL(cfg.FacilitatorURL), "facilitator_headers", len(cfg.FacilitatorHeaders), "chain_rpc", cfg.RPCURL != "")
 		// In the background: a slow facilitator must not hold up the start.
 		d.run(ctx, dutyPayments, func(ctx context.Context) {
 			settled, failed, err := svc.Reconcile(ctx)

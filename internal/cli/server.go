@@ -171,15 +171,13 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}()
 	clk := clock.System{}
 	duties := newDuties(db, f.databaseURL != "", f.dutyLease, clk, log.With("component", "duties"))
-	authSvc := auth.New(db, clk)
-	authSvc.SetWallet(auth.WalletConfig{PublicURL: payCfg.PublicURL, Policy: walletPolicy})
+	authSvc := auth.New(db, clk, auth.WalletConfig{PublicURL: payCfg.PublicURL, Policy: walletPolicy})
 	payments := startPayments(ctx, log, payCfg, db, clk, duties)
-	bill := billing.New(db, clk)
 	prices, err := f.rates.source(ctx, log.With("component", "billing"))
 	if err != nil {
 		return err
 	}
-	bill.SetRates(prices)
+	bill := billing.New(db, clk, prices)
 	if f.streams.timeout <= 0 || f.streams.pingInterval <= 0 || f.streams.perAccount <= 0 {
 		return fmt.Errorf("--stream-timeout, --stream-ping-interval and --stream-max-per-account must be positive")
 	}

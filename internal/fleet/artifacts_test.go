@@ -256,6 +256,14 @@ func TestArtifactExternalInput(t *testing.T) {
 	if j.Status != store.JobFailed || !strings.Contains(task.ErrorText, "fetched content has sha256 "+hexsum(body)) {
 		t.Errorf("job with a mismatching sha256: got %s (%s), want failed naming the digest", j.Status, task.ErrorText)
 	}
+	// The same bytes would fail on any host: one attempt, no requeue.
+	var failure job.FailurePayload
+	if err := json.Unmarshal(task.Result, &failure); err != nil || failure.FailureKind != job.FailureArtifact {
+		t.Errorf("failure payload %s: want failure_kind %s", task.Result, job.FailureArtifact)
+	}
+	if task.Attempts != 1 || task.InfraRequeues != 0 || task.RetriesUsed != 0 {
+		t.Errorf("task: %d attempts, %d infra requeues, %d retries; want 1, 0, 0", task.Attempts, task.InfraRequeues, task.RetriesUsed)
+	}
 	if task.Result != nil && strings.Contains(string(task.Result), "remote dataset") {
 		t.Error("the runner ran with unverified content")
 	}

@@ -124,7 +124,7 @@ func fundedProject(t *testing.T, st store.Store, clk clock.Clock, digest string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := billing.New(st, clk).GrantCredit(ctx, acc.ID, 100_000_000, "test"); err != nil {
+	if _, err := billing.New(st, clk, nil).GrantCredit(ctx, acc.ID, 100_000_000, "test"); err != nil {
 		t.Fatal(err)
 	}
 	p, err := st.ProjectCreate(ctx, &store.ProjectWriteParams{ID: id.New(id.Project), AccountID: acc.ID, Name: "runner",

@@ -29,7 +29,7 @@ type Local struct {
 	// fetches the revision's data sources into it, so that a prepared
 	// revision's tasks find them there.
 	DataSources DataSourceFetcher
-	warm      *WarmConfig // nil: no warm sandboxes
+	warm        *WarmConfig // nil: no warm sandboxes
 }
 
 // DataSourceFetcher fetches a data source onto the host and holds it until

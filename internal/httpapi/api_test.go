@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -83,6 +84,29 @@ func runSuiteWith(t *testing.T, cases []apiCase, prepare func(*testing.T, *fixtu
 
 // funded is a runSuite preparation: the fixture's project has a published
 // revision and its account holds micros of credit.
+// onEnginesWithTool runs fn in parallel on each engine with a fresh fixture
+// built with opts and funded, when the command tool is installed (its
+// path is passed on); without it the test is skipped (failed under
+// SKIFF_TEST_REQUIRE_ALL) with why.
+func onEnginesWithTool(t *testing.T, tool, why string, opts apitest.Options, fn func(t *testing.T, f *fixture, path string)) {
+	t.Parallel()
+	path, err := exec.LookPath(tool)
+	if err != nil {
+		testenv.Skip(t, why)
+	}
+	for _, eng := range apitest.Engines() {
+		t.Run(eng.Name, func(t *testing.T) {
+			t.Parallel()
+			if eng.Skip != "" {
+				testenv.Skip(t, eng.Skip)
+			}
+			f := setupWith(t, eng, opts)
+			funded(100_000_000)(t, f)
+			fn(t, f, path)
+		})
+	}
+}
+
 func funded(micros int64) func(*testing.T, *fixture) {
 	return func(t *testing.T, f *fixture) {
 		publish(t, f, fixtureProject)

@@ -35,6 +35,8 @@ func artifactSuite() []apiCase {
 		{"quota_exceeded_keeps_nothing", testArtifactQuota},
 		{"too_large_keeps_nothing", testArtifactTooLarge},
 		{"short_body_keeps_nothing", testArtifactShortBody},
+		{"dropped_connection_keeps_nothing", testArtifactDisconnect},
+		{"task_views_list_artifacts", testArtifactTaskViews},
 		{"ranges", testArtifactRanges},
 		{"foreign_and_unknown", testArtifactForeign},
 		{"delete_in_use_and_grace", testArtifactDelete},

@@ -117,8 +117,11 @@ func (f *facilitator) serve(w http.ResponseWriter, r *http.Request) {
 				"network": req.PaymentRequirements.Network, "payer": a.From})
 			return
 		}
-		// A repeated settle of a settled payload answers its transaction
-		// (what @x402/evm 2.27's pending-settlement store does).
+		// A repeated settle of a settled payload answers its transaction,
+		// as an idempotent facilitator would. The reference one
+		// (@x402/evm 2.27) answers nonce_already_used instead; the
+		// service then asks the chain, which test/payments covers
+		// (killed_between_settle_and_credit).
 		tx := strings.TrimPrefix(prev, sig+"|")
 		if !done {
 			b := make([]byte, 32)

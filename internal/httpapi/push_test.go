@@ -378,7 +378,7 @@ func startPushServer(t *testing.T) *pushServer {
 		t.Fatal(err)
 	}
 	clk := clock.System{}
-	ts.Env = &apitest.Env{Store: db, Auth: auth.New(db, clk), Billing: billing.New(db, clk)}
+	ts.Env = &apitest.Env{Store: db, Auth: auth.New(db, clk, auth.WalletConfig{}), Billing: billing.New(db, clk, nil)}
 	host, err := fleet.NewLocal(filepath.Join(dataDir, "host"), filepath.Join(dataDir, "images"),
 		&ociimage.Cache{Root: filepath.Join(dataDir, "host", "images")})
 	if err != nil {

@@ -78,9 +78,7 @@ func (s *Server) resultGet(w http.ResponseWriter, r *http.Request) error {
 	}
 	out.ArtifactIDs = job.ArtifactIDsOf(arts, "")
 	for _, t := range tasks {
-		v := job.ResultTaskView(t)
-		v.ArtifactIDs = job.ArtifactIDsOf(arts, t.ID)
-		out.Results = append(out.Results, v)
+		out.Results = append(out.Results, job.ResultTaskWithArtifacts(t, arts))
 	}
 	out.Count = len(out.Results)
 	writeJSON(w, http.StatusOK, out)
@@ -215,9 +213,7 @@ func (s *Server) resultListEntry(r *http.Request, j *store.Job, includeTasks boo
 	}
 	results := make([]apiv1.ResultTask, 0, len(tasks))
 	for _, t := range tasks {
-		v := job.ResultTaskView(t)
-		v.ArtifactIDs = job.ArtifactIDsOf(arts, t.ID)
-		results = append(results, v)
+		results = append(results, job.ResultTaskWithArtifacts(t, arts))
 	}
 	nr, no, err := s.jobs.ResultCounts(r.Context(), j)
 	if err != nil {

@@ -82,18 +82,26 @@ func (s *Server) resumePoint(ctx context.Context, r *http.Request, feed store.Jo
 	return missed, pos, true, nil, nil
 }
 
-// follow sends the frames of the events committed after cursor (emit turns
-// a batch into frames and says when the stream is done) on every wake-up,
-// pings while idle, and ends the stream with a timeout frame when its life
-// is over. A subscription closed under it (the client read too slowly, or
-// the server stops) ends the stream; the client resumes with
+// follow sends the frames of the events after cursor as the subscription
+// delivers them (emit turns a batch into frames and says when the stream is
+// done), pings while idle, and ends the stream with a timeout frame when
+// its life is over. A subscription closed under it (the client read too
+// slowly, or the server stops) ends the stream; the client resumes with
 // Last-Event-ID.
-func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscription, feed store.JobEventFeedParams, cursor int64,
+//
+// The subscription is the broker's read of the store's feed, in position
+// order, of every event after its start that the filter selects; it opened
+// before the stream's snapshot or missed events were read, so together
+// they leave no gap, and what it repeats (at or before cursor) is skipped.
+// No stream reads the store for its deltas: with a thousand streams, one
+// read of the feed serves them all.
+func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscription, cursor int64,
 	emit func([]*store.JobEvent) (bool, error)) error {
 	life := time.NewTimer(s.streams.Timeout)
 	defer life.Stop()
 	ping := time.NewTicker(s.streams.PingInterval)
 	defer ping.Stop()
+	var batch []*store.JobEvent
 	for {
 		select {
 		case <-ctx.Done():
@@ -106,32 +114,28 @@ func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscrip
 			if err := sse.frame(apiv1.FramePing, "", map[string]any{"time": s.clock.Now()}); err != nil {
 				return nil
 			}
-		case _, ok := <-sub.C:
+		case e, ok := <-sub.C:
 			if !ok {
 				if errors.Is(sub.Err(), event.ErrSlow) {
 					s.log.InfoContext(ctx, "stream closed: client fell behind", "request_id", requestID(ctx))
 				}
 				return nil
 			}
-			drain(sub.C)
-			for {
-				feed.After, feed.Limit = cursor, feedBatch
-				evs, err := s.jobs.EventsAfter(ctx, &feed)
-				if err != nil {
-					return err
-				}
-				if len(evs) == 0 {
-					break
-				}
-				done, err := emit(evs)
-				if err != nil || done {
-					return err
-				}
-				cursor = evs[len(evs)-1].Position
-				if len(evs) < feedBatch {
-					break
+			batch = takeQueued(sub.C, append(batch[:0], e), feedBatch)
+			fresh := batch[:0]
+			for _, e := range batch {
+				if e.Position > cursor {
+					fresh = append(fresh, e)
 				}
 			}
+			if len(fresh) == 0 {
+				continue
+			}
+			done, err := emit(fresh)
+			if err != nil || done {
+				return err
+			}
+			cursor = fresh[len(fresh)-1].Position
 		}
 	}
 }
@@ -140,19 +144,21 @@ func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscrip
 // its frame is a job frame.
 func isJobEvent(kind string) bool { return strings.HasPrefix(kind, "job.") }
 
-// drain empties c without blocking: one read of the feed covers every
-// wake-up already queued.
-func drain(c <-chan *store.JobEvent) {
-	for {
+// takeQueued appends to batch, without blocking, the events already
+// queued on c, up to max in all: one emit for what arrived together.
+func takeQueued(c <-chan *store.JobEvent, batch []*store.JobEvent, max int) []*store.JobEvent {
+	for len(batch) < max {
 		select {
-		case _, ok := <-c:
+		case e, ok := <-c:
 			if !ok {
-				return
+				return batch
 			}
+			batch = append(batch, e)
 		default:
-			return
+			return batch
 		}
 	}
+	return batch
 }
 
 // streamEnd ends a handler whose stream already answered 200: a failure
@@ -164,6 +170,69 @@ func (s *Server) streamEnd(r *http.Request, err error) error {
 	return nil
 }
 
+// streamSpec is what one kind of stream brings to serveStream: which
+// events it follows, and how it shows them.
+type streamSpec struct {
+	filter event.Filter
+	feed   store.JobEventFeedParams
+	// ended reports whether there is nothing more to show (every job
+	// ended): a client that resumes with nothing missed then gets 204,
+	// which tells EventSource to stop reconnecting. Nil: never.
+	ended func() bool
+	// emit sends the frames of a batch of events and says whether the
+	// stream is done (it sent the done frame).
+	emit func(sse *sseWriter, evs []*store.JobEvent) (bool, error)
+	// snapshot sends the snapshot frame of a fresh stream at position pos
+	// (resync says why a resume was refused) and says whether the stream
+	// is done.
+	snapshot func(sse *sseWriter, pos int64, resync *string) (bool, error)
+	// resumed, when set, runs after a resumed stream sent what its client
+	// missed, and says whether the stream is done.
+	resumed func(sse *sseWriter) (bool, error)
+}
+
+// serveStream runs a stream: subscribe (before anything is read, so that
+// nothing committed meanwhile is missed), find where the client resumes,
+// send what it missed or a snapshot, then follow the events until the
+// stream is done, times out or the client leaves.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, sp *streamSpec) error {
+	ctx := r.Context()
+	sub, closeSub, err := s.openStream(w, r, sp.filter)
+	if err != nil {
+		return err
+	}
+	defer closeSub()
+	missed, cursor, resume, resync, err := s.resumePoint(ctx, r, sp.feed)
+	if err != nil {
+		return err
+	}
+	if resume && len(missed) == 0 && sp.ended != nil && sp.ended() {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	sse, err := startSSE(w, r, s.streams.WriteTimeout)
+	if err != nil {
+		return nil
+	}
+	emit := func(evs []*store.JobEvent) (bool, error) { return sp.emit(sse, evs) }
+	if resume {
+		if len(missed) > 0 {
+			if done, err := emit(missed); done || err != nil {
+				return s.streamEnd(r, err)
+			}
+			cursor = missed[len(missed)-1].Position
+		}
+		if sp.resumed != nil {
+			if done, err := sp.resumed(sse); done || err != nil {
+				return s.streamEnd(r, err)
+			}
+		}
+	} else if done, err := sp.snapshot(sse, cursor, resync); done || err != nil {
+		return s.streamEnd(r, err)
+	}
+	return s.streamEnd(r, s.follow(ctx, sse, sub, cursor, emit))
+}
+
 // jobStream serves GET /api/v1/jobs/{id}/stream.
 func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
@@ -172,78 +241,60 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	feed := store.JobEventFeedParams{JobIDs: []string{j.ID}}
-	sub, closeSub, err := s.openStream(w, r, event.Filter{JobIDs: map[string]bool{j.ID: true}})
-	if err != nil {
-		return err
-	}
-	defer closeSub()
-	missed, cursor, resume, resync, err := s.resumePoint(ctx, r, feed)
-	if err != nil {
-		return err
-	}
-	if resume && len(missed) == 0 && j.Status.IsTerminal() {
-		// The client saw the end already: 204 tells EventSource to stop
-		// reconnecting.
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	sse, err := startSSE(w, r, s.streams.WriteTimeout)
-	if err != nil {
-		return nil
-	}
-	emit := func(evs []*store.JobEvent) (bool, error) {
-		terminal := false
-		for _, e := range evs {
-			if err := s.jobEventFrame(ctx, sse, e); err != nil {
-				return true, err
-			}
-			terminal = terminal || job.TerminalEvent(e.Kind)
-		}
-		if !terminal {
-			return false, nil
-		}
-		// Events committed with the job's end (state published, ...)
-		// come before done.
-		last := evs[len(evs)-1].Position
-		for {
-			rest, err := s.jobs.EventsAfter(ctx, &store.JobEventFeedParams{JobIDs: feed.JobIDs, After: last, Limit: feedBatch})
-			if err != nil || len(rest) == 0 {
-				break
-			}
-			for _, e := range rest {
+	return s.serveStream(w, r, &streamSpec{
+		filter: event.Filter{JobIDs: map[string]bool{j.ID: true}},
+		feed:   feed,
+		ended:  j.Status.IsTerminal,
+		emit: func(sse *sseWriter, evs []*store.JobEvent) (bool, error) {
+			terminal := false
+			for _, e := range evs {
 				if err := s.jobEventFrame(ctx, sse, e); err != nil {
 					return true, err
 				}
+				terminal = terminal || job.TerminalEvent(e.Kind)
 			}
-			last = rest[len(rest)-1].Position
-		}
-		return true, s.jobDone(ctx, sse, j.ID)
-	}
-	if resume {
-		if len(missed) > 0 {
-			if done, err := emit(missed); done || err != nil {
-				return s.streamEnd(r, err)
+			if !terminal {
+				return false, nil
 			}
-			cursor = missed[len(missed)-1].Position
-		}
-		if j.Status.IsTerminal() {
+			// Events committed with the job's end (state published, ...)
+			// come before done.
+			last := evs[len(evs)-1].Position
+			for {
+				rest, err := s.jobs.EventsAfter(ctx, &store.JobEventFeedParams{JobIDs: feed.JobIDs, After: last, Limit: feedBatch})
+				if err != nil || len(rest) == 0 {
+					break
+				}
+				for _, e := range rest {
+					if err := s.jobEventFrame(ctx, sse, e); err != nil {
+						return true, err
+					}
+				}
+				last = rest[len(rest)-1].Position
+			}
+			return true, s.jobDone(ctx, sse, j.ID)
+		},
+		snapshot: func(sse *sseWriter, pos int64, resync *string) (bool, error) {
+			snap, err := s.jobSnapshot(ctx, j.ID, pos, resync)
+			if err != nil {
+				return true, err
+			}
+			if err := sse.frame(apiv1.FrameSnapshot, posID(pos), snap); err != nil {
+				return true, err
+			}
+			if st := store.JobStatus(snap.Job.Status); st.IsTerminal() {
+				return true, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{JobID: j.ID, Status: string(st)})
+			}
+			return false, nil
+		},
+		resumed: func(sse *sseWriter) (bool, error) {
+			if !j.Status.IsTerminal() {
+				return false, nil
+			}
 			// The client had seen the end but not what was committed
 			// with it.
-			return s.streamEnd(r, s.jobDone(ctx, sse, j.ID))
-		}
-	} else {
-		snap, err := s.jobSnapshot(ctx, j.ID, cursor, resync)
-		if err != nil {
-			return s.streamEnd(r, err)
-		}
-		if err := sse.frame(apiv1.FrameSnapshot, posID(cursor), snap); err != nil {
-			return nil
-		}
-		if st := store.JobStatus(snap.Job.Status); st.IsTerminal() {
-			return s.streamEnd(r, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{JobID: j.ID, Status: string(st)}))
-		}
-	}
-	return s.streamEnd(r, s.follow(ctx, sse, sub, feed, cursor, emit))
+			return true, s.jobDone(ctx, sse, j.ID)
+		},
+	})
 }
 
 // jobSnapshot reads a job stream's snapshot.
@@ -264,11 +315,17 @@ func (s *Server) jobSnapshot(ctx context.Context, jobID string, pos int64, resyn
 	if err != nil {
 		return nil, err
 	}
+	arts, err := s.jobs.Artifacts(ctx, j.ID)
+	if err != nil {
+		return nil, err
+	}
 	now := s.clock.Now()
 	snap := &apiv1.JobStreamSnapshot{Job: jv, Tasks: make([]apiv1.Task, 0, len(tasks)), TaskCount: j.TaskCount,
 		TasksShown: len(tasks), TasksTruncated: int64(len(tasks)) < j.TaskCount, TaskCounts: counts, Position: pos, Resync: resync}
 	for _, t := range tasks {
-		snap.Tasks = append(snap.Tasks, job.TaskView(t, attempts[t.ID], now))
+		v := job.TaskView(t, attempts[t.ID], now)
+		job.WithArtifacts(&v, arts)
+		snap.Tasks = append(snap.Tasks, v)
 	}
 	return snap, nil
 }
@@ -383,16 +440,6 @@ func (s *Server) jobWatch(w http.ResponseWriter, r *http.Request) error {
 			jobIDs = append(jobIDs, id)
 		}
 	}
-	feed := store.JobEventFeedParams{JobIDs: jobIDs}
-	sub, closeSub, err := s.openStream(w, r, event.Filter{JobIDs: watched})
-	if err != nil {
-		return err
-	}
-	defer closeSub()
-	missed, cursor, resume, resync, err := s.resumePoint(ctx, r, feed)
-	if err != nil {
-		return err
-	}
 	allDone := func() bool {
 		for _, st := range statuses {
 			if !store.JobStatus(st).IsTerminal() {
@@ -401,73 +448,63 @@ func (s *Server) jobWatch(w http.ResponseWriter, r *http.Request) error {
 		}
 		return true
 	}
-	if resume && len(missed) == 0 && allDone() {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	sse, err := startSSE(w, r, s.streams.WriteTimeout)
-	if err != nil {
-		return nil
-	}
-	emit := func(evs []*store.JobEvent) (bool, error) {
-		for _, e := range evs {
-			if !isJobEvent(e.Kind) {
-				continue // watch streams carry job deltas only
+	return s.serveStream(w, r, &streamSpec{
+		filter: event.Filter{JobIDs: watched},
+		feed:   store.JobEventFeedParams{JobIDs: jobIDs},
+		ended:  allDone,
+		emit: func(sse *sseWriter, evs []*store.JobEvent) (bool, error) {
+			for _, e := range evs {
+				if !isJobEvent(e.Kind) {
+					continue // watch streams carry job deltas only
+				}
+				j, err := s.store.JobGetByID(ctx, e.JobID)
+				if err != nil {
+					return true, err
+				}
+				frame, err := s.watchJobFrame(ctx, j, e)
+				if err != nil {
+					return true, err
+				}
+				if err := sse.frame(apiv1.FrameJob, posID(e.Position), frame); err != nil {
+					return true, err
+				}
+				if job.TerminalEvent(e.Kind) {
+					statuses[e.JobID] = string(j.Status)
+				}
 			}
-			j, err := s.store.JobGetByID(ctx, e.JobID)
-			if err != nil {
+			if !allDone() {
+				return false, nil
+			}
+			return true, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{Statuses: statuses})
+		},
+		snapshot: func(sse *sseWriter, pos int64, resync *string) (bool, error) {
+			snap := apiv1.WatchSnapshot{Jobs: make([]apiv1.WatchEntry, 0, len(ids)), Position: pos, Resync: resync}
+			for _, id := range ids {
+				if !watched[id] {
+					i := slices.IndexFunc(entries, func(e apiv1.WatchEntry) bool { return e.ID == id })
+					snap.Jobs = append(snap.Jobs, entries[i])
+					continue
+				}
+				j, err := s.store.JobGetByID(ctx, id)
+				if err != nil {
+					return true, err
+				}
+				statuses[id] = string(j.Status)
+				jv, res, err := s.watchView(ctx, j)
+				if err != nil {
+					return true, err
+				}
+				snap.Jobs = append(snap.Jobs, apiv1.WatchEntry{ID: id, Job: jv, Result: res})
+			}
+			if err := sse.frame(apiv1.FrameSnapshot, posID(pos), snap); err != nil {
 				return true, err
 			}
-			frame, err := s.watchJobFrame(ctx, j, e)
-			if err != nil {
-				return true, err
+			if allDone() {
+				return true, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{Statuses: statuses})
 			}
-			if err := sse.frame(apiv1.FrameJob, posID(e.Position), frame); err != nil {
-				return true, err
-			}
-			if job.TerminalEvent(e.Kind) {
-				statuses[e.JobID] = string(j.Status)
-			}
-		}
-		if !allDone() {
 			return false, nil
-		}
-		return true, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{Statuses: statuses})
-	}
-	if resume {
-		if len(missed) > 0 {
-			if done, err := emit(missed); done || err != nil {
-				return s.streamEnd(r, err)
-			}
-			cursor = missed[len(missed)-1].Position
-		}
-	} else {
-		snap := apiv1.WatchSnapshot{Jobs: make([]apiv1.WatchEntry, 0, len(ids)), Position: cursor, Resync: resync}
-		for _, id := range ids {
-			if !watched[id] {
-				i := slices.IndexFunc(entries, func(e apiv1.WatchEntry) bool { return e.ID == id })
-				snap.Jobs = append(snap.Jobs, entries[i])
-				continue
-			}
-			j, err := s.store.JobGetByID(ctx, id)
-			if err != nil {
-				return s.streamEnd(r, err)
-			}
-			statuses[id] = string(j.Status)
-			jv, res, err := s.watchView(ctx, j)
-			if err != nil {
-				return s.streamEnd(r, err)
-			}
-			snap.Jobs = append(snap.Jobs, apiv1.WatchEntry{ID: id, Job: jv, Result: res})
-		}
-		if err := sse.frame(apiv1.FrameSnapshot, posID(cursor), snap); err != nil {
-			return nil
-		}
-		if allDone() {
-			return s.streamEnd(r, sse.frame(apiv1.FrameDone, "", apiv1.DoneFrame{Statuses: statuses}))
-		}
-	}
-	return s.streamEnd(r, s.follow(ctx, sse, sub, feed, cursor, emit))
+		},
+	})
 }
 
 // watchView is a watched job's object and its result fields.
@@ -500,67 +537,47 @@ func (s *Server) projectStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	feed := store.JobEventFeedParams{AccountID: p.Account.ID, ProjectID: proj.ID}
-	sub, closeSub, err := s.openStream(w, r, event.Filter{AccountID: p.Account.ID, ProjectID: proj.ID})
-	if err != nil {
-		return err
-	}
-	defer closeSub()
-	missed, cursor, resume, resync, err := s.resumePoint(ctx, r, feed)
-	if err != nil {
-		return err
-	}
-	sse, err := startSSE(w, r, s.streams.WriteTimeout)
-	if err != nil {
-		return nil
-	}
-	emit := func(evs []*store.JobEvent) (bool, error) {
-		for _, e := range evs {
-			if !isJobEvent(e.Kind) {
-				continue // job deltas only
+	return s.serveStream(w, r, &streamSpec{
+		filter: event.Filter{AccountID: p.Account.ID, ProjectID: proj.ID},
+		feed:   store.JobEventFeedParams{AccountID: p.Account.ID, ProjectID: proj.ID},
+		emit: func(sse *sseWriter, evs []*store.JobEvent) (bool, error) {
+			for _, e := range evs {
+				if !isJobEvent(e.Kind) {
+					continue // job deltas only
+				}
+				j, err := s.store.JobGetByID(ctx, e.JobID)
+				if err != nil {
+					return true, err
+				}
+				entry := job.JobListEntryView(j, false)
+				if err := sse.frame(apiv1.FrameJob, posID(e.Position), apiv1.ProjectJobFrame{Event: job.EventView(e), Job: entry}); err != nil {
+					return true, err
+				}
 			}
-			j, err := s.store.JobGetByID(ctx, e.JobID)
-			if err != nil {
-				return true, err
+			return false, nil
+		},
+		snapshot: func(sse *sseWriter, pos int64, resync *string) (bool, error) {
+			snap := apiv1.ProjectSnapshot{Project: proj.Name, Active: []apiv1.JobListEntry{}, Queued: []apiv1.JobListEntry{},
+				Recent: []apiv1.JobListEntry{}, Position: pos, Resync: resync}
+			for _, part := range []struct {
+				dst      *[]apiv1.JobListEntry
+				statuses []store.JobStatus
+				limit    int
+			}{
+				{&snap.Active, []store.JobStatus{store.JobRunning}, projectOpenJobs},
+				{&snap.Queued, []store.JobStatus{store.JobPlanning, store.JobQueued}, projectOpenJobs},
+				{&snap.Recent, terminalStatuses, projectRecentJobs},
+			} {
+				jobs, _, err := s.jobs.List(ctx, &store.JobListParams{AccountID: p.Account.ID, ProjectID: proj.ID,
+					Statuses: part.statuses, Limit: part.limit})
+				if err != nil {
+					return true, err
+				}
+				for _, j := range jobs {
+					*part.dst = append(*part.dst, job.JobListEntryView(j, false))
+				}
 			}
-			entry := job.JobListEntryView(j, false)
-			if err := sse.frame(apiv1.FrameJob, posID(e.Position), apiv1.ProjectJobFrame{Event: job.EventView(e), Job: entry}); err != nil {
-				return true, err
-			}
-		}
-		return false, nil
-	}
-	if resume {
-		if len(missed) > 0 {
-			if _, err := emit(missed); err != nil {
-				return s.streamEnd(r, err)
-			}
-			cursor = missed[len(missed)-1].Position
-		}
-	} else {
-		snap := apiv1.ProjectSnapshot{Project: proj.Name, Active: []apiv1.JobListEntry{}, Queued: []apiv1.JobListEntry{},
-			Recent: []apiv1.JobListEntry{}, Position: cursor, Resync: resync}
-		for _, part := range []struct {
-			dst      *[]apiv1.JobListEntry
-			statuses []store.JobStatus
-			limit    int
-		}{
-			{&snap.Active, []store.JobStatus{store.JobRunning}, projectOpenJobs},
-			{&snap.Queued, []store.JobStatus{store.JobPlanning, store.JobQueued}, projectOpenJobs},
-			{&snap.Recent, terminalStatuses, projectRecentJobs},
-		} {
-			jobs, _, err := s.jobs.List(ctx, &store.JobListParams{AccountID: p.Account.ID, ProjectID: proj.ID,
-				Statuses: part.statuses, Limit: part.limit})
-			if err != nil {
-				return s.streamEnd(r, err)
-			}
-			for _, j := range jobs {
-				*part.dst = append(*part.dst, job.JobListEntryView(j, false))
-			}
-		}
-		if err := sse.frame(apiv1.FrameSnapshot, posID(cursor), snap); err != nil {
-			return nil
-		}
-	}
-	return s.streamEnd(r, s.follow(ctx, sse, sub, feed, cursor, emit))
+			return false, sse.frame(apiv1.FrameSnapshot, posID(pos), snap)
+		},
+	})
 }

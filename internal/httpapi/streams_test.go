@@ -91,17 +91,6 @@ func readUntilDone(t *testing.T, s *sseClient) []sseFrame {
 	}
 }
 
-// frameKind is the frame a job stream sends for an event kind.
-func frameKind(kind string) string {
-	switch {
-	case strings.HasPrefix(kind, "job."):
-		return apiv1.FrameJob
-	case strings.HasPrefix(kind, "attempt."), kind == "task.progress":
-		return apiv1.FrameTask
-	}
-	return apiv1.FrameEvent
-}
-
 // checkFramesAreEvents holds frames (after position from) to the job's
 // events: one frame per event after from, in order, its id the event's
 // position and its name the event's frame kind; nothing skipped or doubled.
@@ -110,7 +99,7 @@ func checkFramesAreEvents(t *testing.T, f *fixture, jobID string, from int64, fr
 	var want []string
 	for _, e := range eventsOf(t, f, jobID) {
 		if e.Position > from {
-			want = append(want, fmt.Sprintf("%d:%s", e.Position, frameKind(e.Kind)))
+			want = append(want, fmt.Sprintf("%d:%s", e.Position, apitest.FrameKind(e.Kind)))
 		}
 	}
 	var got []string
@@ -401,6 +390,9 @@ func testWatchBadInput(t *testing.T, f *fixture) {
 // and a timeout frame when its life ends.
 func testProjectStream(t *testing.T, f *fixture) {
 	queued := submitJob(t, f.member, fanOut(1))
+	// Made before the stream opens: the stream lives 0.5 s here, and a
+	// slow set-up on a loaded machine would outlive it.
+	_, other := fundedAccount(t, f.e, "other", fixtureProject, 100_000_000)
 	s := openSSE(t, f.e.URL, f.acct.Member, "/api/v1/projects/"+fixtureProject+"/stream", "")
 	if s.Status != http.StatusOK {
 		t.Fatalf("project stream: got %d", s.Status)
@@ -417,7 +409,6 @@ func testProjectStream(t *testing.T, f *fixture) {
 		v.Close()
 	}
 	// Another account's jobs never show.
-	_, other := fundedAccount(t, f.e, "other", fixtureProject, 100_000_000)
 	other.Post(t, "/api/v1/jobs", map[string]any{"project": fixtureProject, "runner_command": []string{"/r"}}).Want(t, http.StatusCreated)
 	next := submitJob(t, f.member, fanOut(1))
 	var pf apiv1.ProjectJobFrame

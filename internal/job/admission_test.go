@@ -9,7 +9,6 @@ import (
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
-	"github.com/skiffhq/skiff/internal/store/storetest"
 )
 
 // TestConcurrentAdmissionNeverOverReserves submits many jobs at once
@@ -17,70 +16,65 @@ import (
 // admitted with their holds, every other answer is a 402 that stored
 // nothing, and the holds never exceed the ledger.
 func TestConcurrentAdmissionNeverOverReserves(t *testing.T) {
-	for name, open := range map[string]func(testing.TB) store.Store{
-		"sqlite": storetest.OpenSQLite, "postgres": storetest.OpenPostgres,
-	} {
-		t.Run(name, func(t *testing.T) {
-			b := setupOn(t, open(t), true)
-			ctx := t.Context()
-			// The setup granted 50 USD; one job of 1 cpu / 2048 MB, timeout
-			// 3600 s, max_retries 0 holds 0.03375 USD. Drain the balance to
-			// exactly 7 holds' worth.
-			body := `{"project":"demo","runner_command":["/r"],"timeout_s":3600}`
-			quote, _ := b.svc.Billing().Quote(billing.JobShape{Tasks: 1, TimeoutS: 3600,
-				Capacity: billing.Capacity{CPU: 1, MemoryMB: 2048}})
-			per := int64(quote.Estimate.TotalUSD)
-			bal, err := b.store.BalanceGet(ctx, b.account, b.clock.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := b.store.LedgerEntryCreate(ctx, &store.LedgerEntryCreateParams{ID: "led_drain", AccountID: b.account,
-				EntryType: "test_adjustment", AmountMicros: 7*per - bal.AvailableMicros(), Now: b.clock.Now()}); err != nil {
-				t.Fatal(err)
-			}
+	onEngines(t, func(t *testing.T, b *bundle) {
+		ctx := t.Context()
+		// The setup granted 50 USD; one job of 1 cpu / 2048 MB, timeout
+		// 3600 s, max_retries 0 holds 0.03375 USD. Drain the balance to
+		// exactly 7 holds' worth.
+		body := `{"project":"demo","runner_command":["/r"],"timeout_s":3600}`
+		quote, _ := b.svc.Billing().Quote(billing.JobShape{Tasks: 1, TimeoutS: 3600,
+			Capacity: billing.Capacity{CPU: 1, MemoryMB: 2048}})
+		per := int64(quote.Estimate.TotalUSD)
+		bal, err := b.store.BalanceGet(ctx, b.account, b.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.store.LedgerEntryCreate(ctx, &store.LedgerEntryCreateParams{ID: "led_drain", AccountID: b.account,
+			EntryType: "test_adjustment", AmountMicros: 7*per - bal.AvailableMicros(), Now: b.clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
 
-			const n = 40
-			var wg sync.WaitGroup
-			var mu sync.Mutex
-			admitted, refused := 0, 0
-			for range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					_, err := b.svc.Submit(ctx, b.account, decode(t, body))
-					mu.Lock()
-					defer mu.Unlock()
-					var fe *fault.Error
-					switch {
-					case err == nil:
-						admitted++
-					case errors.As(err, &fe) && fe.Kind == fault.KindPaymentRequired:
-						refused++
-					default:
-						t.Errorf("submit: %v", err)
-					}
-				}()
-			}
-			wg.Wait()
-			if admitted != 7 || refused != n-7 {
-				t.Fatalf("admitted %d, refused %d; want 7 and %d", admitted, refused, n-7)
-			}
-			bal, err = b.store.BalanceGet(ctx, b.account, b.clock.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if bal.HeldMicros != 7*per || bal.AvailableMicros() != 0 || bal.ActiveHoldCount != 7 {
-				t.Errorf("balance: held %d (want %d), available %d, holds %d", bal.HeldMicros, 7*per, bal.AvailableMicros(), bal.ActiveHoldCount)
-			}
-			jobs, total, err := b.store.JobList(ctx, &store.JobListParams{AccountID: b.account})
-			if err != nil || total != 7 || len(jobs) != 7 {
-				t.Errorf("jobs stored: %d (%v), want 7: a refused submission stores nothing", total, err)
-			}
-			if bal.OpenQuoteCount != int64(n-7) {
-				t.Errorf("open quotes: %d, want one shortfall quote per refusal (%d)", bal.OpenQuoteCount, n-7)
-			}
-		})
-	}
+		const n = 40
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		admitted, refused := 0, 0
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := b.svc.Submit(ctx, b.account, decode(t, body))
+				mu.Lock()
+				defer mu.Unlock()
+				var fe *fault.Error
+				switch {
+				case err == nil:
+					admitted++
+				case errors.As(err, &fe) && fe.Kind == fault.KindPaymentRequired:
+					refused++
+				default:
+					t.Errorf("submit: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if admitted != 7 || refused != n-7 {
+			t.Fatalf("admitted %d, refused %d; want 7 and %d", admitted, refused, n-7)
+		}
+		bal, err = b.store.BalanceGet(ctx, b.account, b.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bal.HeldMicros != 7*per || bal.AvailableMicros() != 0 || bal.ActiveHoldCount != 7 {
+			t.Errorf("balance: held %d (want %d), available %d, holds %d", bal.HeldMicros, 7*per, bal.AvailableMicros(), bal.ActiveHoldCount)
+		}
+		jobs, total, err := b.store.JobList(ctx, &store.JobListParams{AccountID: b.account})
+		if err != nil || total != 7 || len(jobs) != 7 {
+			t.Errorf("jobs stored: %d (%v), want 7: a refused submission stores nothing", total, err)
+		}
+		if bal.OpenQuoteCount != int64(n-7) {
+			t.Errorf("open quotes: %d, want one shortfall quote per refusal (%d)", bal.OpenQuoteCount, n-7)
+		}
+	})
 }
 
 // TestIdempotentSubmit: a resend with the same key and body returns the
@@ -119,7 +113,7 @@ func TestIdempotentSubmit(t *testing.T) {
 	if !errors.As(err, &fe) || fe.Kind != fault.KindPaymentRequired {
 		t.Fatalf("unfunded: got %v, want 402", err)
 	}
-	if _, err := billing.New(b.store, b.clock).GrantCredit(ctx, b.account, 1_000_000, "top-up"); err != nil {
+	if _, err := billing.New(b.store, b.clock, nil).GrantCredit(ctx, b.account, 1_000_000, "top-up"); err != nil {
 		t.Fatal(err)
 	}
 	j, replayed, err := b.svc.SubmitIdempotent(ctx, b.account, decode(t, body), funded)

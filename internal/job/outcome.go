@@ -31,7 +31,7 @@ const (
 	FailureInfraLimit = "infra_requeue_limit" // killed or lost too often
 	FailureHost       = "host_error"          // the host could not run it
 	FailureStart      = "start_failed"        // the command could not be started from the image
-	FailureArtifact   = "artifact_rejected"   // declared uploads broke the rules, or an upload failed
+	FailureArtifact   = "artifact_rejected"   // declared uploads broke the rules, an upload failed, or an input failed its sha256 check
 )
 
 // Decision is what an attempt's end does to its attempt and task.
@@ -100,7 +100,8 @@ func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome) Decision {
 	case o.ArtifactError != "":
 		// Declared uploads that are absolute, escape, are symlinks or are
 		// missing fail the task whatever the exit code; a retry would
-		// write the same files.
+		// write the same files. An input whose content does not match its
+		// sha256 would not match on a retry either.
 		d.Attempt, d.TerminalKind, d.RetryDecision = store.AttemptFailed, "artifact_rejected", "none"
 		d.Task, d.Event, d.FailureKind = store.TaskFailed, "attempt.failed", FailureArtifact
 		return d

@@ -65,7 +65,7 @@ func (noWaiters) Wake() {}
 func New(cfg Config) *Service {
 	b := cfg.Billing
 	if b == nil {
-		b = billing.New(cfg.Store, cfg.Clock)
+		b = billing.New(cfg.Store, cfg.Clock, nil)
 	}
 	w := cfg.Wake
 	if w == nil {

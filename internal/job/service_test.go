@@ -17,6 +17,8 @@ import (
 	"github.com/skiffhq/skiff/internal/job/submit"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/store/sqlite"
+	"github.com/skiffhq/skiff/internal/store/storetest"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 type bundle struct {
@@ -43,6 +45,19 @@ func setup(t testing.TB, published bool) *bundle {
 }
 
 // setupOn is setup over a migrated store.
+// onEngines runs fn on each store engine with a funded account and a
+// published project (setupOn), skipping PostgreSQL when none is set.
+func onEngines(t *testing.T, fn func(t *testing.T, b *bundle)) {
+	for _, eng := range storetest.Engines() {
+		t.Run(eng.Name, func(t *testing.T) {
+			if eng.Skip != "" {
+				testenv.Skip(t, eng.Skip)
+			}
+			fn(t, setupOn(t, eng.Open(t), true))
+		})
+	}
+}
+
 func setupOn(t testing.TB, db store.Store, published bool) *bundle {
 	t.Helper()
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -52,7 +67,7 @@ func setupOn(t testing.TB, db store.Store, published bool) *bundle {
 		t.Fatal(err)
 	}
 	clk := clock.NewFake(now)
-	if _, err := billing.New(db, clk).GrantCredit(ctx, a.ID, 50_000_000, "test"); err != nil {
+	if _, err := billing.New(db, clk, nil).GrantCredit(ctx, a.ID, 50_000_000, "test"); err != nil {
 		t.Fatal(err)
 	}
 	p, err := db.ProjectCreate(ctx, &store.ProjectWriteParams{ID: id.New(id.Project), AccountID: a.ID, Name: "demo",

@@ -61,6 +61,15 @@ func (s *Service) EventTask(ctx context.Context, e *store.JobEvent) (apiv1.Task,
 		return apiv1.Task{}, fmt.Errorf("attempts of task %s: %w", t.ID, err)
 	}
 	v := TaskView(t, atts, s.clock.Now())
+	if t.Status.IsTerminal() {
+		// An ended task's files were uploaded before its end was
+		// recorded: its frame lists them as GET /jobs/{id}/tasks does.
+		arts, err := s.store.ArtifactListByJob(ctx, t.JobID)
+		if err != nil {
+			return apiv1.Task{}, fmt.Errorf("artifacts of task %s: %w", t.ID, err)
+		}
+		WithArtifacts(&v, arts)
+	}
 	if e.Kind == "task.progress" {
 		var d struct {
 			Progress   json.RawMessage `json:"progress"`

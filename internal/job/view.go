@@ -168,7 +168,7 @@ func TaskView(t *store.Task, attempts []*store.Attempt, now time.Time) apiv1.Tas
 		ID: t.ID, Index: t.Index, Status: string(t.Status), Payload: jsonOrNull(t.Payload), Meta: jsonOrEmpty(t.Meta),
 		Requirements:  jsonOrEmpty(t.Requirements),
 		ResultPresent: hasJSON(t.Result), OutputPresent: t.Output != "", Output: t.Output, Error: taskError(t),
-		Result: jsonOrNull(t.Result), ExitCode: t.ExitCode, ResultWarnings: []string{},
+		Result: jsonOrNull(t.Result), ExitCode: t.ExitCode, ResultWarnings: []string{}, Artifacts: []apiv1.TaskArtifact{},
 		LatestProgress: jsonOrNull(t.LatestProgress), Checkpoint: jsonOrNull(t.Checkpoint), ResumeState: jsonOrNull(t.ResumeState),
 		StartedAt: t.StartedAt, CompletedAt: t.CompletedAt,
 		RetriesUsed: t.RetriesUsed, InfraRequeues: t.InfraRequeues, Attempts: make([]apiv1.TaskAttempt, 0, len(attempts)),
@@ -389,6 +389,20 @@ func WithArtifacts(v *apiv1.Task, arts []*store.Artifact) {
 			v.ResultSpilled, v.ResultArtifactID, v.ResultFilename = true, &id, &name
 		}
 	}
+}
+
+// ResultTaskWithArtifacts is one task of a result with its artifacts (from
+// Service.Artifacts, the whole job's): their ids, and the spilled result's.
+func ResultTaskWithArtifacts(t *store.Task, arts []*store.Artifact) apiv1.ResultTask {
+	v := ResultTaskView(t)
+	v.ArtifactIDs = ArtifactIDsOf(arts, t.ID)
+	for _, a := range arts {
+		if a.TaskID == t.ID && a.Kind == store.ArtifactResult {
+			id := a.ID
+			v.ResultArtifactID = &id
+		}
+	}
+	return v
 }
 
 // ArtifactIDsOf lists the ids of a task's artifacts; taskID "" lists the

@@ -28,6 +28,7 @@ var adapters = map[string]string{
 	"pricefeed":               "polls the operator's HTTP price feed for billing",
 	"bench":                   "skiff bench's harness: an HTTP client of the API and bare runsc runs",
 	"payment/facilitatorhttp": "the HTTP client of an x402 facilitator (payment.Facilitator)",
+	"payment/evmrpc":          "the JSON-RPC client of an EVM node (payment.Chain)",
 	"metrics":                 "the Prometheus exposition (client_golang serves it over HTTP; its collectors reach database/sql)",
 	"artifact/externalhttp":   "fetches external artifact URLs over HTTP(S) (artifact.Fetcher)",
 	"artifact/s3blob":         "the S3-compatible blob store (minio-go speaks HTTP)",

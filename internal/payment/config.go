@@ -45,6 +45,9 @@ type Config struct {
 	Realm string
 	// QuoteTTL is how long a top-up quote can be paid.
 	QuoteTTL time.Duration
+	// RPCURL is a JSON-RPC node of Network, asked whether a payment whose
+	// settle answer was lost went through (Chain); empty: not asked.
+	RPCURL string
 }
 
 // Enabled reports whether payments are configured.
@@ -94,6 +97,13 @@ func (c *Config) Validate() error {
 	}
 	if (c.FacilitatorURL == "") != (c.PayTo == "") {
 		errs = append(errs, errors.New("--x402-facilitator-url and --x402-pay-to turn payments on together: set both or neither"))
+	}
+	if c.RPCURL != "" {
+		// Never echoed: a provider's URL often carries its key.
+		u, err := url.Parse(c.RPCURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, errors.New("--x402-rpc-url: want an absolute http(s) URL"))
+		}
 	}
 	if c.FacilitatorURL != "" {
 		u, err := url.Parse(c.FacilitatorURL)

@@ -46,6 +46,7 @@ type Service struct {
 	clock clock.Clock
 	log   *slog.Logger
 	fac   Facilitator
+	chain Chain // nil: no node to ask (--x402-rpc-url unset)
 
 	mu    sync.Mutex
 	locks map[string]*quoteLock
@@ -54,9 +55,9 @@ type Service struct {
 // NewService returns the payment service, settling through fac (the
 // composition root passes facilitatorhttp's client for
 // cfg.FacilitatorURL).
-func NewService(cfg Config, s store.Store, c clock.Clock, log *slog.Logger, fac Facilitator) *Service {
+func NewService(cfg Config, s store.Store, c clock.Clock, log *slog.Logger, fac Facilitator, chain Chain) *Service {
 	cfg.Fill()
-	return &Service{cfg: cfg, store: s, clock: c, log: log, fac: fac, locks: map[string]*quoteLock{}}
+	return &Service{cfg: cfg, store: s, clock: c, log: log, fac: fac, chain: chain, locks: map[string]*quoteLock{}}
 }
 
 // Enabled reports whether payments are configured.
@@ -531,6 +532,29 @@ func (s *Service) settle(ctx context.Context, q *store.Quote, st *store.Settleme
 	res, raw, err := s.fac.Settle(ctx, &req)
 	if err != nil {
 		return nil, unavailable(err)
+	}
+	if !res.Success && nonceUsed(res) {
+		// Spent already: by this settlement when an earlier try's answer
+		// was lost (a crash, a timeout), which the chain can tell.
+		if s.chain == nil {
+			s.log.ErrorContext(ctx, "the facilitator says this payment's authorization is already used, and without --x402-rpc-url "+
+				"the service cannot tell whether it paid this quote: declined; check the chain and credit by hand if it did",
+				"quote_id", q.ID, "settlement_id", st.ID, "reason", res.ErrorReason)
+		} else {
+			done, err := s.usedOnChain(ctx, st.Request)
+			if err != nil {
+				return nil, unavailable(fmt.Errorf("read the chain: %w", err))
+			}
+			if done != nil {
+				s.log.InfoContext(ctx, "payment found on the chain after its settle answer was lost", "quote_id", q.ID,
+					"settlement_id", st.ID, "transaction", done.Transaction)
+				b, err := json.Marshal(done)
+				if err != nil {
+					return nil, err
+				}
+				return s.credit(ctx, st, done, b)
+			}
+		}
 	}
 	if !res.Success {
 		_, ferr := s.store.SettlementFinish(ctx, &store.SettlementFinishParams{ID: st.ID, Status: store.SettlementFailed,

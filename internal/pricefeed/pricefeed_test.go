@@ -129,8 +129,7 @@ func TestRun(t *testing.T) {
 		const interval = time.Minute
 		f := pricefeed.New(pricefeed.Config{URL: "http://feed.test/rates", Interval: interval, Fallback: billing.DefaultRates,
 			Client: inMemory(srv)})
-		svc := billing.New(nil, clock.NewFake(time.Unix(0, 0)))
-		svc.SetRates(f)
+		svc := billing.New(nil, clock.NewFake(time.Unix(0, 0)), f)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() { f.Run(ctx); close(done) }()

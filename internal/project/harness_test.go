@@ -99,7 +99,7 @@ func startServer(t testing.TB, opts serverOptions) *testServer {
 	})
 	clk := clock.System{}
 	ts := &testServer{DataDir: dataDir, logs: logs}
-	ts.Env = &apitest.Env{Store: db, Auth: auth.New(db, clk), Billing: billing.New(db, clk)}
+	ts.Env = &apitest.Env{Store: db, Auth: auth.New(db, clk, auth.WalletConfig{}), Billing: billing.New(db, clk, nil)}
 	host, err := fleet.NewLocal(filepath.Join(dataDir, "host"), filepath.Join(dataDir, "images"), &ociimage.Cache{
 		Root: filepath.Join(dataDir, "host", "images"), Logger: log.With("component", "host"),
 	})

@@ -7,8 +7,10 @@
 package payments_test
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -26,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiffhq/skiff/internal/build/buildtest"
 	"github.com/skiffhq/skiff/internal/payment"
 	"github.com/skiffhq/skiff/internal/testenv"
 )
@@ -219,20 +222,28 @@ func setup(t *testing.T) *harness {
 // facilitator, and returns its base URL once it is ready.
 func (h *harness) startServer(t *testing.T, extra ...string) string {
 	t.Helper()
-	port := freePort(t)
+	_, base := h.startServerAt(t, freePort(t), t.TempDir(), extra...)
+	return base
+}
+
+// startServerAt starts a skiff server on port over dataDir, so that a test
+// can kill it and start another on the same data and address.
+func (h *harness) startServerAt(t *testing.T, port int, dataDir string, extra ...string) (*proc, string) {
+	t.Helper()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	args := append([]string{"server", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", t.TempDir(),
+	args := append([]string{"server", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", dataDir,
 		"--no-local-host", "--public-url", base,
 		"--x402-facilitator-url", fmt.Sprintf("http://127.0.0.1:%d", h.facPort),
 		"--x402-network", fmt.Sprintf("eip155:%d", chainID), "--x402-asset", h.token, "--x402-pay-to", payeeAddr}, extra...)
-	_, _ = start(t, h.root, nil, h.bin, args...)
+	p, stdout := start(t, h.root, nil, h.bin, args...)
+	go func() { _, _ = io.Copy(io.Discard, stdout) }() // it logs to stderr
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		r, err := http.Get(base + "/ready")
 		if err == nil {
 			r.Body.Close()
 			if r.StatusCode == 200 {
-				return base
+				return p, base
 			}
 		}
 		if time.Now().After(deadline) {
@@ -398,6 +409,86 @@ func (h *harness) newQuote(t *testing.T, token string, usd float64) string {
 	return q.Quote.ID
 }
 
+// publish pushes a minimal project (FROM scratch, one file) to name and
+// waits for its build to publish.
+func (h *harness) publish(t *testing.T, token, name string) {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for file, body := range map[string]string{
+		"Dockerfile":         "FROM scratch\nCOPY runner /runner\nWORKDIR /app\n",
+		"skiff.project.json": `{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/app"}, "entrypoint": {"command": ["/runner"]}}`,
+		"runner":             "never run: this server has no host\n",
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: file, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), "POST", h.base+"/api/v1/projects/"+name+"/push", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/gzip")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var rec struct {
+		StatusURL string `json:"status_url"`
+	}
+	if resp.StatusCode != 202 || json.Unmarshal(b, &rec) != nil {
+		t.Fatalf("push: got %d %s, want 202", resp.StatusCode, b)
+	}
+	path := strings.TrimPrefix(rec.StatusURL, h.base)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st, _, b := h.api(t, "GET", path, token, nil, nil)
+		if st == 200 && strings.Contains(string(b), `"status":"published"`) {
+			return
+		}
+		if st != 200 || strings.Contains(string(b), `"status":"failed"`) || time.Now().After(deadline) {
+			t.Fatalf("push %s: %d %s", name, st, b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// facControl calls the facilitator's test control (facilitator.mjs).
+func (h *harness) facControl(t *testing.T, method, path string, out any) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, fmt.Sprintf("http://127.0.0.1:%d%s", h.facPort, path), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("facilitator %s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("facilitator %s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("facilitator %s %s: %v: %s", method, path, err, b)
+		}
+	}
+}
+
 func payPath(id string) string { return "/api/v1/account/quotes/" + id + "/pay/x402" }
 
 func TestPaymentsEndToEnd(t *testing.T) {
@@ -560,6 +651,142 @@ func TestPaymentsEndToEnd(t *testing.T) {
 		if st, _, b := h.api(t, "POST", "/api/v1/projects/thin/init", poor, map[string]any{}, nil); st == 402 || !strings.Contains(string(b), "not_published") {
 			t.Errorf("init resent after paying: got %d %s, want past the 402 (not_published)", st, b)
 		}
+	})
+
+	// The 402 of a job submit (the project is published, the balance is
+	// zero) paid with mppx, then the same request resent with the same
+	// Idempotency-Key: admitted.
+	t.Run("job_shortfall_paid_then_resent", func(t *testing.T) {
+		buildtest.RequireTools(t) // a job needs a published project: a real build
+		_, base := h.startServerAt(t, freePort(t), buildtest.DataDir(t))
+		saved := h.base
+		h.base = base
+		defer func() { h.base = saved }()
+		tok := h.signInAt(t, base, "base") // a fresh server: a fresh account, balance zero
+		if st, _, b := h.api(t, "POST", "/api/v1/projects", tok, map[string]any{"name": "jobs"}, nil); st != 201 {
+			t.Fatalf("create project: %d %s", st, b)
+		}
+		h.publish(t, tok, "jobs")
+		submit := func() (int, http.Header, []byte) {
+			return h.api(t, "POST", "/api/v1/jobs", tok, map[string]any{"project": "jobs", "runner_command": []string{"/runner"},
+				"payload": map[string]any{"n": 1}, "requirements": map[string]any{"cpu": 1, "memory_mb": 256}},
+				map[string]string{"Idempotency-Key": "job-shortfall-1"})
+		}
+		st, rh, b := submit()
+		var short struct {
+			Code    string `json:"code"`
+			Details struct {
+				Quote struct {
+					ID        string  `json:"id"`
+					QuoteType string  `json:"quote_type"`
+					AmountUSD float64 `json:"amount_usd"`
+				} `json:"quote"`
+			} `json:"details"`
+		}
+		_ = json.Unmarshal(b, &short)
+		q := short.Details.Quote
+		if st != 402 || q.ID == "" || q.QuoteType != "job_shortfall" || rh.Get("PAYMENT-REQUIRED") == "" ||
+			!strings.Contains(rh.Get("WWW-Authenticate"), q.ID) {
+			t.Fatalf("job submit without funds: got %d %s, want 402 with a job_shortfall quote and both challenges", st, b)
+		}
+		var r clientResult
+		h.client(t, "mpp-pay", map[string]any{"url": base + payPath(q.ID), "token": tok}, &r)
+		if r.Status != 201 || r.Receipt == nil || r.Receipt.ChallengeID != q.ID {
+			t.Fatalf("paying the shortfall with mppx: got %d %s (receipt %+v)", r.Status, r.Body, r.Receipt)
+		}
+		moved += int64(q.AmountUSD*1e6 + 0.5)
+		onChain(t, moved)
+		st, _, b = submit()
+		var j struct{ ID, Status string }
+		if st != 201 || json.Unmarshal(b, &j) != nil || j.ID == "" || j.Status != "queued" {
+			t.Fatalf("job resent after paying: got %d %s, want 201 queued", st, b)
+		}
+		// The same key again is the same job, not a second one.
+		if st, _, b := submit(); st != 201 && st != 200 || !strings.Contains(string(b), j.ID) {
+			t.Errorf("resent once more: got %d %s, want the job %s again", st, b, j.ID)
+		}
+		if n, _ := h.ledgerTotal(t, tok, "mpp_topup"); n != 1 {
+			t.Errorf("ledger: %d mpp_topup entries, want 1", n)
+		}
+	})
+
+	// kill -9 of the service after the facilitator settled on the chain
+	// and before the service heard of it: the restarted service settles
+	// the recorded intent again on start (the facilitator answers the
+	// settled payment's transaction) and credits it exactly once; the
+	// payer's retry is a replay.
+	t.Run("killed_between_settle_and_credit", func(t *testing.T) {
+		// --x402-rpc-url: the reference facilitator answers a repeated
+		// settle of an executed payment with nonce_already_used, so only
+		// the chain can say that it went through.
+		port, data, rpc := freePort(t), t.TempDir(), "--x402-rpc-url="+h.rpc
+		srv, base := h.startServerAt(t, port, data, rpc)
+		saved := h.base
+		h.base = base
+		defer func() { h.base = saved }()
+		tok := h.signInAt(t, base, "base")
+		qid := h.newQuote(t, tok, 2)
+		var hr struct{ Header string }
+		h.client(t, "x402-header", map[string]any{"url": base + payPath(qid), "token": tok}, &hr)
+
+		h.facControl(t, "POST", "/test/hold", nil)
+		payErr := make(chan error, 1)
+		go func() {
+			req, _ := http.NewRequest("POST", base+payPath(qid), nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("PAYMENT-SIGNATURE", hr.Header)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				err = fmt.Errorf("answered %d %s", resp.StatusCode, b)
+			}
+			payErr <- err
+		}()
+		var held struct {
+			Success     bool
+			Transaction string
+		}
+		h.facControl(t, "GET", "/test/held", &held) // settled on the chain, answer held back
+		if !held.Success || held.Transaction == "" {
+			t.Fatalf("held settlement: %+v", held)
+		}
+		srv.stop() // SIGKILL, and wait for the process to be gone
+		h.facControl(t, "POST", "/test/release", nil)
+		if err := <-payErr; err == nil || strings.Contains(err.Error(), "answered") {
+			t.Fatalf("the payer's request: got %v, want the connection cut by the kill", err)
+		}
+		moved += 2_000_000
+		onChain(t, moved)
+
+		// Restarted on the same data: the intent recorded before the
+		// facilitator was called is settled again and credited, before
+		// the payer comes back.
+		h.startServerAt(t, port, data, rpc)
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			n, sum := h.ledgerTotal(t, tok, "x402_topup")
+			if n == 1 && sum == 2 {
+				break
+			}
+			if n > 1 || time.Now().After(deadline) {
+				t.Fatalf("ledger after restart: %d x402_topup entries summing %v, want one of 2 (credited on start)", n, sum)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		st, rh, b := h.api(t, "POST", payPath(qid), tok, nil, map[string]string{"PAYMENT-SIGNATURE": hr.Header})
+		var s settled
+		if st != 200 || json.Unmarshal(b, &s) != nil || !s.Replay || s.Payment.Transaction != held.Transaction ||
+			s.Quote.Status != "paid" || rh.Get("PAYMENT-RESPONSE") == "" {
+			t.Errorf("the payer's retry: got %d %s, want 200 replay with transaction %s", st, b, held.Transaction)
+		}
+		if n, sum := h.ledgerTotal(t, tok, "x402_topup"); n != 1 || sum != 2 {
+			t.Errorf("ledger after the retry: %d entries summing %v, want one of 2", n, sum)
+		}
+		if bal := h.balance(t, tok); bal != 2 {
+			t.Errorf("balance %v, want 2", bal)
+		}
+		onChain(t, moved) // and the chain moved once
 	})
 
 	t.Run("expired_quote", func(t *testing.T) {

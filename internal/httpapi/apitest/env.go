@@ -135,7 +135,9 @@ func Start(t testing.TB, opts Options) *Env {
 			t.Logf("server log (last %d lines):\n%s", logTail, logs.Tail(logTail))
 		}
 	})
-	e := &Env{Store: db, Clock: clk, Auth: auth.New(db, clk), Billing: billing.New(db, clk)}
+	// Auth is made once the server's address is known (wallet messages
+	// name it), below.
+	e := &Env{Store: db, Clock: clk, Billing: billing.New(db, clk, nil)}
 	var set *metrics.Set
 	e.Broker = event.New(event.Config{Feed: db, Log: log, PollInterval: opts.BrokerPoll, OnEvent: func(ev *store.JobEvent) { set.ObserveEvent(ev) }})
 	set = metrics.New(metrics.Gauges{OpenStreams: e.Broker.Count,
@@ -177,7 +179,7 @@ func Start(t testing.TB, opts Options) *Env {
 		ts.Listener = opts.Listener
 	}
 	e.URL = "http://" + ts.Listener.Addr().String()
-	e.Auth.SetWallet(auth.WalletConfig{PublicURL: e.URL, Policy: opts.WalletPolicy})
+	e.Auth = auth.New(db, clk, auth.WalletConfig{PublicURL: e.URL, Policy: opts.WalletPolicy})
 	var pcfg payment.Config
 	if opts.Payments != nil {
 		pcfg = *opts.Payments
@@ -187,7 +189,7 @@ func Start(t testing.TB, opts Options) *Env {
 	if fac == nil && pcfg.FacilitatorURL != "" {
 		fac = facilitatorhttp.New(pcfg.FacilitatorURL, pcfg.FacilitatorHeaders, pcfg.FacilitatorTimeout)
 	}
-	e.Payments = payment.NewService(pcfg, db, clk, log, fac)
+	e.Payments = payment.NewService(pcfg, db, clk, log, fac, nil)
 	e.Server = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
 		Version: "test", Payments: e.Payments, AuthRatePerAddress: opts.AuthRatePerAddress, AuthRatePerIP: opts.AuthRatePerIP,

@@ -2,12 +2,11 @@ package storetest
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 var artifactTests = map[string]func(*testing.T, store.Store){
@@ -17,23 +16,6 @@ var artifactTests = map[string]func(*testing.T, store.Store){
 	"ArtifactGraceAndPurge":          testArtifactGraceAndPurge,
 	"ArtifactSchemaChecks":           testArtifactSchemaChecks,
 	"JobRetentionPurge":              testJobRetentionPurge,
-}
-
-func sha(c byte) string { return strings.Repeat(string(c), 64) }
-
-func mustArtifact(t *testing.T, q store.Querier, p *store.ArtifactCreateParams) *store.Artifact {
-	t.Helper()
-	if p.ID == "" {
-		p.ID = id.New(id.Artifact)
-	}
-	if p.Source == "" {
-		p.Source = store.ArtifactLocal
-	}
-	a, err := q.ArtifactCreate(ctx(t), p)
-	if err != nil {
-		t.Fatalf("ArtifactCreate: %v", err)
-	}
-	return a
 }
 
 func wantQuota(t *testing.T, q store.Querier, accountID string, want int64) {
@@ -48,20 +30,20 @@ func wantQuota(t *testing.T, q store.Querier, accountID string, want int64) {
 }
 
 func testArtifactQuotaCountsContentOnce(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	b := mustAccount(t, s, "bob")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
+	b := tf.Account(t, s, &tf.AccountOpts{Name: "bob"})
 	wantQuota(t, s, a.ID, 0)
-	x1 := mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: a.ID, SHA256: sha('a'), SizeBytes: 100, Filename: "x", Now: t0})
-	mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: a.ID, SHA256: sha('a'), SizeBytes: 100, Filename: "y", Now: t0})
-	mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: a.ID, SHA256: sha('b'), SizeBytes: 7, Now: t0})
-	mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: a.ID, Source: store.ArtifactExternal, URL: "https://e.example/f", Now: t0})
-	mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: b.ID, SHA256: sha('a'), SizeBytes: 100, Now: t0})
+	x1 := tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: a.ID, SHA256: tf.SHA('a'), SizeBytes: 100, Filename: "x"})
+	tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: a.ID, SHA256: tf.SHA('a'), SizeBytes: 100, Filename: "y"})
+	tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: a.ID, SHA256: tf.SHA('b'), SizeBytes: 7})
+	tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: a.ID, Source: store.ArtifactExternal, URL: "https://e.example/f"})
+	tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: b.ID, SHA256: tf.SHA('a'), SizeBytes: 100})
 	wantQuota(t, s, a.ID, 107)
 	wantQuota(t, s, b.ID, 100)
-	if ok, _ := s.ArtifactContentCounted(ctx(t), a.ID, sha('a')); !ok {
+	if ok, _ := s.ArtifactContentCounted(ctx(t), a.ID, tf.SHA('a')); !ok {
 		t.Error("content a: got not counted, want counted")
 	}
-	if ok, _ := s.ArtifactContentCounted(ctx(t), a.ID, sha('c')); ok {
+	if ok, _ := s.ArtifactContentCounted(ctx(t), a.ID, tf.SHA('c')); ok {
 		t.Error("content c: got counted, want not")
 	}
 	// Hiding one of two rows with the same content keeps it counted once.
@@ -75,11 +57,11 @@ func testArtifactQuotaCountsContentOnce(t *testing.T, s store.Store) {
 }
 
 func testArtifactScopingAndList(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	b := mustAccount(t, s, "bob")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
+	b := tf.Account(t, s, &tf.AccountOpts{Name: "bob"})
 	var ids []string
 	for i := range 5 {
-		ar := mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: a.ID, SHA256: sha('a' + byte(i)), SizeBytes: int64(i),
+		ar := tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: a.ID, SHA256: tf.SHA('a' + byte(i)), SizeBytes: int64(i),
 			Filename: "f", Now: t0.Add(time.Duration(i) * time.Second)})
 		ids = append(ids, ar.ID)
 	}
@@ -102,10 +84,10 @@ func testArtifactScopingAndList(t *testing.T, s store.Store) {
 }
 
 func testArtifactReferencesAndHide(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	j := mustJob(t, s, f.jobParams(1, t0))
-	in := mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: f.acct.ID, SHA256: sha('a'), SizeBytes: 1, Now: t0})
-	out := mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: f.acct.ID, SHA256: sha('b'), SizeBytes: 1,
+	f := tf.Project(t, s, nil)
+	j := tf.Job(t, s, &tf.JobOpts{Project: f})
+	in := tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: f.AccountID, SHA256: tf.SHA('a'), SizeBytes: 1})
+	out := tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: f.AccountID, SHA256: tf.SHA('b'), SizeBytes: 1,
 		JobID: j.ID, Kind: store.ArtifactOutput, Now: t0})
 	if out.ReferenceCount != 1 || out.ActiveReferenceCount != 1 || out.LastReferencedAt == nil || out.JobID != j.ID {
 		t.Errorf("output artifact: got %+v, want one active reference to %s", out, j.ID)
@@ -116,7 +98,7 @@ func testArtifactReferencesAndHide(t *testing.T, s store.Store) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.ArtifactGet(ctx(t), f.acct.ID, in.ID)
+	got, err := s.ArtifactGet(ctx(t), f.AccountID, in.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,29 +107,29 @@ func testArtifactReferencesAndHide(t *testing.T, s store.Store) {
 		t.Errorf("input artifact: got %+v, want 1 active reference at %v", got, t0.Add(time.Minute))
 	}
 	for _, ar := range []*store.Artifact{in, out} {
-		if err := s.ArtifactHide(ctx(t), f.acct.ID, ar.ID, t0); !errors.Is(err, store.ErrConflict) {
+		if err := s.ArtifactHide(ctx(t), f.AccountID, ar.ID, t0); !errors.Is(err, store.ErrConflict) {
 			t.Errorf("hide %s while its job is queued: got %v, want ErrConflict", ar.ID, err)
 		}
 	}
 	mustSetStatus(t, s, j.ID, store.JobCancelled, t0.Add(time.Hour))
-	got, _ = s.ArtifactGet(ctx(t), f.acct.ID, in.ID)
+	got, _ = s.ArtifactGet(ctx(t), f.AccountID, in.ID)
 	if got.ActiveReferenceCount != 0 || got.TerminalReferenceCount != 1 {
 		t.Errorf("after the job ended: got active %d terminal %d, want 0 and 1", got.ActiveReferenceCount, got.TerminalReferenceCount)
 	}
-	if err := s.ArtifactHide(ctx(t), f.acct.ID, in.ID, t0.Add(time.Hour)); err != nil {
+	if err := s.ArtifactHide(ctx(t), f.AccountID, in.ID, t0.Add(time.Hour)); err != nil {
 		t.Errorf("hide after the job ended: %v", err)
 	}
-	if err := s.ArtifactHide(ctx(t), f.acct.ID, in.ID, t0.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+	if err := s.ArtifactHide(ctx(t), f.AccountID, in.ID, t0.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("hide twice: got %v, want ErrNotFound", err)
 	}
 }
 
 func testArtifactGraceAndPurge(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	b := mustAccount(t, s, "bob")
-	shared := mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: a.ID, SHA256: sha('a'), SizeBytes: 5, Now: t0})
-	mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: b.ID, SHA256: sha('a'), SizeBytes: 5, Now: t0})
-	alone := mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: a.ID, SHA256: sha('c'), SizeBytes: 5, Now: t0})
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
+	b := tf.Account(t, s, &tf.AccountOpts{Name: "bob"})
+	shared := tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: a.ID, SHA256: tf.SHA('a'), SizeBytes: 5})
+	tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: b.ID, SHA256: tf.SHA('a'), SizeBytes: 5})
+	alone := tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: a.ID, SHA256: tf.SHA('c'), SizeBytes: 5})
 	for i, ar := range []*store.Artifact{shared, alone} {
 		if err := s.ArtifactHide(ctx(t), a.ID, ar.ID, t0.Add(time.Duration(i)*time.Hour)); err != nil {
 			t.Fatal(err)
@@ -164,20 +146,20 @@ func testArtifactGraceAndPurge(t *testing.T, s store.Store) {
 	if err := s.ArtifactPurge(ctx(t), shared.ID); err != nil {
 		t.Fatal(err)
 	}
-	if held, _ := s.ArtifactContentHeld(ctx(t), sha('a')); !held {
+	if held, _ := s.ArtifactContentHeld(ctx(t), tf.SHA('a')); !held {
 		t.Error("content a: got not held, want held by bob's artifact")
 	}
-	if held, _ := s.ArtifactContentHeld(ctx(t), sha('c')); !held {
+	if held, _ := s.ArtifactContentHeld(ctx(t), tf.SHA('c')); !held {
 		t.Error("content c: got not held, want held by the hidden artifact in its grace")
 	}
 	if err := s.ArtifactPurge(ctx(t), alone.ID); err != nil {
 		t.Fatal(err)
 	}
-	if held, _ := s.ArtifactContentHeld(ctx(t), sha('c')); held {
+	if held, _ := s.ArtifactContentHeld(ctx(t), tf.SHA('c')); held {
 		t.Error("content c after purge: got held, want not")
 	}
 	// A visible artifact is never purged.
-	vis := mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: a.ID, SHA256: sha('d'), SizeBytes: 1, Now: t0})
+	vis := tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: a.ID, SHA256: tf.SHA('d'), SizeBytes: 1})
 	if err := s.ArtifactPurge(ctx(t), vis.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -187,12 +169,12 @@ func testArtifactGraceAndPurge(t *testing.T, s store.Store) {
 }
 
 func testArtifactSchemaChecks(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
 	for name, q := range map[string]string{
-		"negative size":  `INSERT INTO artifacts (id, account_id, sha256, size_bytes, source, created_at) VALUES ('art_1', $1, '` + sha('a') + `', -1, 'local', 0)`,
-		"local with url": `INSERT INTO artifacts (id, account_id, sha256, source, url, created_at) VALUES ('art_2', $1, '` + sha('a') + `', 'local', 'http://x', 0)`,
+		"negative size":  `INSERT INTO artifacts (id, account_id, sha256, size_bytes, source, created_at) VALUES ('art_1', $1, '` + tf.SHA('a') + `', -1, 'local', 0)`,
+		"local with url": `INSERT INTO artifacts (id, account_id, sha256, source, url, created_at) VALUES ('art_2', $1, '` + tf.SHA('a') + `', 'local', 'http://x', 0)`,
 		"local no sha":   `INSERT INTO artifacts (id, account_id, sha256, source, created_at) VALUES ('art_3', $1, '', 'local', 0)`,
-		"bad source":     `INSERT INTO artifacts (id, account_id, sha256, source, created_at) VALUES ('art_4', $1, '` + sha('a') + `', 'ftp', 0)`,
+		"bad source":     `INSERT INTO artifacts (id, account_id, sha256, source, created_at) VALUES ('art_4', $1, '` + tf.SHA('a') + `', 'ftp', 0)`,
 	} {
 		if err := rawExec(t, s, q, a.ID); err == nil {
 			t.Errorf("%s: the database accepted it, want a CHECK to refuse it", name)
@@ -201,12 +183,12 @@ func testArtifactSchemaChecks(t *testing.T, s store.Store) {
 }
 
 func testJobRetentionPurge(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	old := mustJob(t, s, f.jobParams(2, t0))
-	recent := mustJob(t, s, f.jobParams(1, t0))
-	open := mustJob(t, s, f.jobParams(1, t0))
-	in := mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: f.acct.ID, SHA256: sha('a'), SizeBytes: 1, Now: t0})
-	out := mustArtifact(t, s, &store.ArtifactCreateParams{AccountID: f.acct.ID, SHA256: sha('b'), SizeBytes: 1, JobID: old.ID, Now: t0})
+	f := tf.Project(t, s, nil)
+	old := tf.Job(t, s, &tf.JobOpts{Project: f, Tasks: 2})
+	recent := tf.Job(t, s, &tf.JobOpts{Project: f})
+	open := tf.Job(t, s, &tf.JobOpts{Project: f})
+	in := tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: f.AccountID, SHA256: tf.SHA('a'), SizeBytes: 1})
+	out := tf.Artifact(t, s, &tf.ArtifactOpts{AccountID: f.AccountID, SHA256: tf.SHA('b'), SizeBytes: 1, JobID: old.ID})
 	for _, j := range []*store.Job{old, recent} {
 		if err := s.ArtifactRefAdd(ctx(t), &store.ArtifactRefParams{ArtifactID: in.ID, JobID: j.ID, Role: store.ArtifactRoleInput, Now: t0}); err != nil {
 			t.Fatal(err)
@@ -233,8 +215,8 @@ func testJobRetentionPurge(t *testing.T, s store.Store) {
 			t.Errorf("job %s (recent or open): got %v, want kept", j.ID, err)
 		}
 	}
-	gotIn, _ := s.ArtifactGet(ctx(t), f.acct.ID, in.ID)
-	gotOut, _ := s.ArtifactGet(ctx(t), f.acct.ID, out.ID)
+	gotIn, _ := s.ArtifactGet(ctx(t), f.AccountID, in.ID)
+	gotOut, _ := s.ArtifactGet(ctx(t), f.AccountID, out.ID)
 	if gotIn == nil || gotIn.ReferenceCount != 1 || gotOut == nil || gotOut.ReferenceCount != 0 || gotOut.JobID != old.ID {
 		t.Errorf("artifacts after the purge: got %+v and %+v, want both kept, one reference fewer", gotIn, gotOut)
 	}

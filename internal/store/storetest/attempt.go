@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 func testAttemptLifecycle(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	p := f.jobParams(1, t0)
-	mustJob(t, s, p)
+	f := tf.Project(t, s, nil)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f})
+	tf.JobFrom(t, s, p)
 	taskID := p.Tasks[0].ID
 	t1 := t0.Add(time.Second)
-	_, a1 := mustClaim(t, s, "wkr_a", t1)
+	_, a1 := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_a", Now: t1})
 
 	open, err := s.AttemptListOpen(ctx(t), "")
 	if err != nil || len(open) != 1 || open[0].ID != a1.ID {
@@ -79,7 +80,7 @@ func testAttemptLifecycle(t *testing.T, s store.Store) {
 	// The second attempt is lost before it starts: a free requeue that keeps
 	// the last exit code.
 	t4 := t0.Add(4 * time.Second)
-	task, a2 := mustClaim(t, s, "wkr_b", t4)
+	task, a2 := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_b", Now: t4})
 	if a2.Number != 2 || task.Attempts != 2 || task.LastHostID != "wkr_b" || !task.StartedAt.Equal(t1) {
 		t.Errorf("second claim: task %+v attempt %+v", task, a2)
 	}
@@ -92,7 +93,7 @@ func testAttemptLifecycle(t *testing.T, s store.Store) {
 
 	// The third succeeds.
 	t5 := t0.Add(5 * time.Second)
-	_, a3 := mustClaim(t, s, "wkr_c", t5)
+	_, a3 := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_c", Now: t5})
 	if err := s.AttemptStart(ctx(t), a3.ID, t5); err != nil {
 		t.Fatal(err)
 	}
@@ -130,21 +131,21 @@ func testAttemptLifecycle(t *testing.T, s store.Store) {
 }
 
 func testTaskCancelOpen(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	p := f.jobParams(4, t0)
-	mustJob(t, s, p)
-	other := f.jobParams(1, t0.Add(time.Hour))
-	mustJob(t, s, other)
+	f := tf.Project(t, s, nil)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: 4})
+	tf.JobFrom(t, s, p)
+	other := tf.JobParams(t, s, &tf.JobOpts{Project: f, SubmittedAt: t0.Add(time.Hour)})
+	tf.JobFrom(t, s, other)
 	t1 := t0.Add(time.Second)
-	_, a0 := mustClaim(t, s, "wkr_a", t1) // task 0: assigned
-	_, a1 := mustClaim(t, s, "wkr_a", t1) // task 1: running
+	_, a0 := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_a", Now: t1}) // task 0: assigned
+	_, a1 := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_a", Now: t1}) // task 1: running
 	if err := s.AttemptStart(ctx(t), a1.ID, t1); err != nil {
 		t.Fatal(err)
 	}
-	_, a2 := mustClaim(t, s, "wkr_b", t1) // task 2: succeeded
+	_, a2 := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_b", Now: t1}) // task 2: succeeded
 	mustFinish(t, s, &store.AttemptFinishParams{AttemptID: a2.ID, Status: store.AttemptSucceeded, TerminalKind: "exit",
 		ExitCode: ptr(int64(0)), TaskStatus: store.TaskSucceeded, Now: t1})
-	_, a3 := mustClaim(t, s, "wkr_b", t1) // task 3: back in the queue after an out-of-memory kill
+	_, a3 := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_b", Now: t1}) // task 3: back in the queue after an out-of-memory kill
 	mustFinish(t, s, &store.AttemptFinishParams{AttemptID: a3.ID, Status: store.AttemptInfra, TerminalKind: "oom",
 		ExitCode: ptr(int64(137)), TaskStatus: store.TaskQueued, InfraRequeues: 1, Now: t1})
 

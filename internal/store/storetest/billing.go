@@ -9,6 +9,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 var billingTests = map[string]func(*testing.T, store.Store){
@@ -23,7 +24,7 @@ var billingTests = map[string]func(*testing.T, store.Store){
 // An active hold grows in place, guarded by the amount read, and the
 // balance's held total follows; a settled or missing hold does not grow.
 func testHoldGrow(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
 	h, err := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: "job_1", AmountMicros: 900, Now: t0})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func testHoldGrow(t *testing.T, s store.Store) {
 }
 
 func testHoldsSettleOnce(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
 	h, err := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: "job_1", AmountMicros: 900, Now: t0})
 	if err != nil || h.Status != store.HoldActive || h.AmountMicros != 900 {
 		t.Fatalf("HoldCreate: %+v, %v", h, err)
@@ -101,8 +102,8 @@ func testHoldsSettleOnce(t *testing.T, s store.Store) {
 }
 
 func testBillingLists(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	b := mustAccount(t, s, "bob")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
+	b := tf.Account(t, s, &tf.AccountOpts{Name: "bob"})
 	for i := range 5 {
 		typ := "beta_credit_grant"
 		if i%2 == 1 {
@@ -150,8 +151,8 @@ func testBillingLists(t *testing.T, s store.Store) {
 }
 
 func testAttemptCosts(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	j := mustJob(t, s, f.jobParams(2, t0))
+	f := tf.Project(t, s, nil)
+	j := tf.Job(t, s, &tf.JobOpts{Project: f, Tasks: 2})
 	var atts []*store.Attempt
 	for range 2 {
 		_, a, err := s.TaskClaim(ctx(t), &store.TaskClaimParams{HostID: "wkr_a", AttemptID: id.New(id.Attempt), Now: t0})
@@ -188,8 +189,8 @@ func testAttemptCosts(t *testing.T, s store.Store) {
 }
 
 func testIdempotencyKeys(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	b := mustAccount(t, s, "bob")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
+	b := tf.Account(t, s, &tf.AccountOpts{Name: "bob"})
 	k := &store.IdempotencyKey{AccountID: a.ID, Key: "k", RequestHash: "h", Response: "job_1", CreatedAt: t0}
 	if err := s.IdempotencyKeyPut(ctx(t), k); err != nil {
 		t.Fatal(err)
@@ -222,7 +223,7 @@ func testIdempotencyKeys(t *testing.T, s store.Store) {
 }
 
 func testAccountLockInTx(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
 	err := s.InTx(ctx(t), func(q store.Querier) error { return q.AccountLock(ctx(t), a.ID) })
 	if err != nil {
 		t.Fatal(err)
@@ -236,8 +237,8 @@ func testAccountLockInTx(t *testing.T, s store.Store) {
 // testBalanceTotals: the balance (running totals kept by the database)
 // always equals the sums of the ledger and the active holds.
 func testBalanceTotals(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	b := mustAccount(t, s, "bob")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
+	b := tf.Account(t, s, &tf.AccountOpts{Name: "bob"})
 	check := func(step string) {
 		t.Helper()
 		for _, acct := range []string{a.ID, b.ID} {

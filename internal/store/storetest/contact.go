@@ -7,6 +7,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 var contactTests = map[string]func(*testing.T, store.Store){
@@ -48,7 +49,7 @@ func testWaitlistOnceEach(t *testing.T, s store.Store) {
 }
 
 func testFeedbackStoredAndPaged(t *testing.T, s store.Store) {
-	acct := mustAccount(t, s, "fb")
+	acct := tf.Account(t, s, &tf.AccountOpts{Name: "fb"})
 	anon, err := s.FeedbackCreate(ctx(t), &store.FeedbackCreateParams{ID: id.New(id.Feedback), Type: store.FeedbackBug,
 		Title: "t1", Description: "d1", Now: t0})
 	if err != nil {

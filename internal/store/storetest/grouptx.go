@@ -8,6 +8,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 // testGroupTx checks InGroupTx under concurrency: each fn is all or
@@ -15,7 +16,7 @@ import (
 // same group keep everything), a conflict inside a group reaches only its
 // caller, and every change is visible once InGroupTx returns.
 func testGroupTx(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
+	a := tf.Account(t, s, nil)
 	const n = 60
 	boom := errors.New("boom")
 	var wg sync.WaitGroup

@@ -11,41 +11,42 @@ import (
 
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 func testJobCreateAndGet(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	b := mustAccount(t, s, "bob")
-	p := f.jobParams(3, t0)
+	f := tf.Project(t, s, nil)
+	b := tf.Account(t, s, &tf.AccountOpts{Name: "bob"})
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: 3})
 	p.Job.ClientRef, p.Job.Variant = ptr("ref-1"), ptr("v2")
 	p.Job.Meta = json.RawMessage(`{"k":"v"}`)
 	p.Job.Tags = []string{"x", "y", "x"}
 	p.Job.TaskCount = 99 // ignored: the store counts the tasks
-	j := mustJob(t, s, p)
+	j := tf.JobFrom(t, s, p)
 	if j.Status != store.JobQueued || j.TaskCount != 3 || j.PushID != "psh_x" || j.ProjectName != "p" ||
 		*j.ClientRef != "ref-1" || *j.Variant != "v2" || string(j.Meta) != `{"k":"v"}` ||
 		string(j.Summary) != "{}" || !reflect.DeepEqual(j.Tags, []string{"x", "y", "x"}) ||
 		!j.SubmittedAt.Equal(t0) || !j.UpdatedAt.Equal(t0) || j.StartedAt != nil || j.FinishedAt != nil {
 		t.Errorf("created job = %+v", j)
 	}
-	got, err := s.JobGet(ctx(t), f.acct.ID, j.ID)
+	got, err := s.JobGet(ctx(t), f.AccountID, j.ID)
 	if err != nil || !reflect.DeepEqual(got, j) {
 		t.Fatalf("JobGet = %+v, %v; want %+v", got, err, j)
 	}
 	_, err = s.JobGet(ctx(t), b.ID, j.ID)
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.JobGet(ctx(t), f.acct.ID, "job_nope")
+	_, err = s.JobGet(ctx(t), f.AccountID, "job_nope")
 	wantErr(t, err, store.ErrNotFound)
-	if got, err := s.JobGetByID(ctx(t), j.ID); err != nil || got.AccountID != f.acct.ID {
+	if got, err := s.JobGetByID(ctx(t), j.ID); err != nil || got.AccountID != f.AccountID {
 		t.Fatalf("JobGetByID = %+v, %v", got, err)
 	}
 	_, err = s.JobGetByID(ctx(t), "job_nope")
 	wantErr(t, err, store.ErrNotFound)
 
 	// Absent optional fields come back absent.
-	bare := f.jobParams(0, t0)
+	bare := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: tf.TasksNone})
 	bare.Job.Request, bare.Job.Payload = nil, nil
-	bj := mustJob(t, s, bare)
+	bj := tf.JobFrom(t, s, bare)
 	if bj.ClientRef != nil || bj.Variant != nil || bj.Tags == nil || len(bj.Tags) != 0 || string(bj.Payload) != "null" ||
 		string(bj.Request) != "{}" || bj.TaskCount != 0 {
 		t.Errorf("bare job = %+v", bj)
@@ -84,7 +85,7 @@ func testJobCreateAndGet(t *testing.T, s store.Store) {
 // testJobCreateAtomic checks that a job is stored whole or not at all, in its
 // own transaction or in the caller's.
 func testJobCreateAtomic(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
+	f := tf.Project(t, s, nil)
 	gone := func(p *store.JobCreateParams) {
 		t.Helper()
 		_, err := s.JobGetByID(ctx(t), p.Job.ID)
@@ -96,17 +97,17 @@ func testJobCreateAtomic(t *testing.T, s store.Store) {
 		if evs, _ := s.JobEventList(ctx(t), p.Job.ID, 0); len(evs) != 0 {
 			t.Errorf("events of a job that is not there: %v", evs)
 		}
-		if _, total, _ := s.JobList(ctx(t), &store.JobListParams{AccountID: f.acct.ID, Tag: "atomic"}); total != 0 {
+		if _, total, _ := s.JobList(ctx(t), &store.JobListParams{AccountID: f.AccountID, Tag: "atomic"}); total != 0 {
 			t.Errorf("tag rows of a job that is not there: %d", total)
 		}
 	}
 
 	// The caller's transaction rolls back.
-	p := f.jobParams(600, t0) // more than one insert batch
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: 600}) // more than one insert batch
 	p.Job.Tags = []string{"atomic"}
 	boom := errors.New("boom")
 	err := s.InTx(ctx(t), func(q store.Querier) error {
-		mustJob(t, q, p)
+		tf.JobFrom(t, q, p)
 		if err := q.JobEventCreate(ctx(t), &store.JobEvent{ID: id.New(id.Event), JobID: p.Job.ID, Kind: "job.queued", CreatedAt: t0}); err != nil {
 			return err
 		}
@@ -117,7 +118,7 @@ func testJobCreateAtomic(t *testing.T, s store.Store) {
 
 	// A failure in JobCreate's own transaction (a duplicate task index in
 	// the second batch) leaves nothing behind.
-	p = f.jobParams(700, t0)
+	p = tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: 700})
 	p.Job.Tags = []string{"atomic"}
 	p.Tasks[650].Index = 3
 	if _, err := s.JobCreate(ctx(t), p); err == nil {
@@ -126,20 +127,20 @@ func testJobCreateAtomic(t *testing.T, s store.Store) {
 	gone(p)
 
 	// The same job id twice is a conflict.
-	p = f.jobParams(1, t0)
-	mustJob(t, s, p)
-	again := f.jobParams(1, t0)
+	p = tf.JobParams(t, s, &tf.JobOpts{Project: f})
+	tf.JobFrom(t, s, p)
+	again := tf.JobParams(t, s, &tf.JobOpts{Project: f})
 	again.Job.ID = p.Job.ID
 	_, err = s.JobCreate(ctx(t), again)
 	wantErr(t, err, store.ErrConflict)
 
 	// A committed transaction keeps the job and what was done with it.
-	p = f.jobParams(2, t0)
+	p = tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: 2})
 	p.Job.Priority = store.PriorityHigh // ahead of the job above
 	var claimed string
 	if err := s.InTx(ctx(t), func(q store.Querier) error {
-		mustJob(t, q, p)
-		task, _ := mustClaim(t, q, "wkr_a", t0)
+		tf.JobFrom(t, q, p)
+		task, _ := tf.Attempt(t, q, &tf.AttemptOpts{HostID: "wkr_a"})
 		claimed = task.ID
 		return nil
 	}); err != nil {
@@ -150,12 +151,12 @@ func testJobCreateAtomic(t *testing.T, s store.Store) {
 	}
 
 	// Neither a terminal status nor a missing first event is accepted.
-	p = f.jobParams(1, t0)
+	p = tf.JobParams(t, s, &tf.JobOpts{Project: f})
 	p.Job.Status = store.JobCompleted
 	if _, err := s.JobCreate(ctx(t), p); err == nil {
 		t.Error("JobCreate of a completed job succeeded")
 	}
-	p = f.jobParams(1, t0)
+	p = tf.JobParams(t, s, &tf.JobOpts{Project: f})
 	p.Event.ID = ""
 	if _, err := s.JobCreate(ctx(t), p); err == nil {
 		t.Error("JobCreate without an event succeeded")
@@ -166,11 +167,11 @@ func testJobCreateAtomic(t *testing.T, s store.Store) {
 // testJobCreateLarge stores a 10,000-task job and claims from a queue that
 // deep. It logs the times; it asserts none, as machines differ.
 func testJobCreateLarge(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
+	f := tf.Project(t, s, nil)
 	const n = 10_000
-	p := f.jobParams(n, t0)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: n})
 	start := time.Now()
-	mustJob(t, s, p)
+	tf.JobFrom(t, s, p)
 	t.Logf("%s: JobCreate of %d tasks took %v", s.Engine(), n, time.Since(start))
 
 	start = time.Now()
@@ -188,7 +189,7 @@ func testJobCreateLarge(t *testing.T, s store.Store) {
 	const claims = 300
 	start = time.Now()
 	for i := range claims {
-		task, _ := mustClaim(t, s, "wkr_a", t0.Add(time.Second))
+		task, _ := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_a", Now: t0.Add(time.Second)})
 		if task.Index != int64(i) {
 			t.Fatalf("claim %d took task %d, want %d", i, task.Index, i)
 		}
@@ -204,11 +205,11 @@ func testJobCreateLarge(t *testing.T, s store.Store) {
 // testJobSchemaChecks shows that the database itself refuses impossible rows
 // and that deleting a job removes everything hanging off it.
 func testJobSchemaChecks(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	p := f.jobParams(2, t0)
+	f := tf.Project(t, s, nil)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: 2})
 	p.Job.Tags = []string{"keep"}
-	mustJob(t, s, p)
-	_, att := mustClaim(t, s, "wkr_a", t0)
+	tf.JobFrom(t, s, p)
+	_, att := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_a"})
 	for _, bad := range []struct{ what, sql string }{
 		{"unknown job status", "UPDATE jobs SET status = 'paused' WHERE id = $1"},
 		{"terminal job without finished_at", "UPDATE jobs SET status = 'completed' WHERE id = $1"},
@@ -251,14 +252,14 @@ func testJobSchemaChecks(t *testing.T, s store.Store) {
 // testJobDependencies: dependency rows are written with the job and answer
 // both directions.
 func testJobDependencies(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
+	f := tf.Project(t, s, nil)
 	t0 := time.Unix(1_800_000_000, 0).UTC()
-	a := mustJob(t, s, f.jobParams(1, t0))
-	b := mustJob(t, s, f.jobParams(1, t0))
-	p := f.jobParams(1, t0)
+	a := tf.Job(t, s, &tf.JobOpts{Project: f})
+	b := tf.Job(t, s, &tf.JobOpts{Project: f})
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f})
 	p.Job.Status = store.JobPlanning
 	p.DependsOn = []string{b.ID, a.ID, a.ID}
-	c := mustJob(t, s, p)
+	c := tf.JobFrom(t, s, p)
 	got, err := s.JobDependencyStatuses(ctx(t), c.ID)
 	if err != nil || len(got) != 2 || got[a.ID] != store.JobQueued || got[b.ID] != store.JobQueued {
 		t.Fatalf("JobDependencyStatuses: got %v, %v", got, err)

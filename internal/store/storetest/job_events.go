@@ -10,14 +10,15 @@ import (
 
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 func testJobEvents(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	p := f.jobParams(1, t0)
-	mustJob(t, s, p)
-	other := f.jobParams(1, t0)
-	mustJob(t, s, other)
+	f := tf.Project(t, s, nil)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f})
+	tf.JobFrom(t, s, p)
+	other := tf.JobParams(t, s, &tf.JobOpts{Project: f})
+	tf.JobFrom(t, s, other)
 	// Written out of time order; read back in the order written (their
 	// positions), whatever their times.
 	for _, e := range []store.JobEvent{
@@ -66,15 +67,15 @@ func testJobEvents(t *testing.T, s store.Store) {
 // testJobEventFeed: the feed lists committed events after a position, by
 // position, filtered by job, account or project.
 func testJobEventFeed(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	a := f.jobParams(1, t0)
-	mustJob(t, s, a)
-	b := f.jobParams(1, t0)
-	mustJob(t, s, b)
-	bob := mustAccount(t, s, "bob")
-	g := jobFixture{acct: bob, proj: mustProject(t, s, bob.ID, "q")}
-	c := g.jobParams(1, t0)
-	mustJob(t, s, c)
+	f := tf.Project(t, s, nil)
+	a := tf.JobParams(t, s, &tf.JobOpts{Project: f})
+	tf.JobFrom(t, s, a)
+	b := tf.JobParams(t, s, &tf.JobOpts{Project: f})
+	tf.JobFrom(t, s, b)
+	bob := tf.Account(t, s, &tf.AccountOpts{Name: "bob"})
+	g := tf.Project(t, s, &tf.ProjectOpts{AccountID: bob.ID, Name: "q"})
+	c := tf.JobParams(t, s, &tf.JobOpts{Project: g})
+	tf.JobFrom(t, s, c)
 	for _, jobID := range []string{a.Job.ID, b.Job.ID, c.Job.ID, a.Job.ID} {
 		if err := s.JobEventCreate(ctx(t), &store.JobEvent{ID: id.New(id.Event), JobID: jobID, Kind: "job.queued", CreatedAt: t0}); err != nil {
 			t.Fatal(err)
@@ -119,7 +120,7 @@ func testJobEventFeed(t *testing.T, s store.Store) {
 	if got := feed(store.JobEventFeedParams{AccountID: bob.ID}); fmt.Sprint(got) != "[c:job.submitted c:job.queued]" {
 		t.Errorf("bob's = %v", got)
 	}
-	if got := feed(store.JobEventFeedParams{ProjectID: f.proj.ID, After: evs[2].Position}); fmt.Sprint(got) != "[a:job.queued b:job.queued a:job.queued]" {
+	if got := feed(store.JobEventFeedParams{ProjectID: f.ID, After: evs[2].Position}); fmt.Sprint(got) != "[a:job.queued b:job.queued a:job.queued]" {
 		t.Errorf("project p after the 3rd = %v", got)
 	}
 	if got := feed(store.JobEventFeedParams{After: last}); len(got) != 0 {
@@ -139,9 +140,9 @@ func testJobEventFeedCommitOrder(t *testing.T, s store.Store) {
 		t.Log("SQLite runs one write transaction at a time: commit order is insert order")
 		return
 	}
-	f := setupJobs(t, s)
-	p := f.jobParams(1, t0)
-	mustJob(t, s, p)
+	f := tf.Project(t, s, nil)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f})
+	tf.JobFrom(t, s, p)
 	inserted, release := make(chan struct{}), make(chan struct{})
 	slow := make(chan error, 1)
 	go func() {

@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 func testJobList(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	p2 := mustProject(t, s, f.acct.ID, "p2")
-	bob := jobFixture{acct: mustAccount(t, s, "bob")}
-	bob.proj = mustProject(t, s, bob.acct.ID, "p")
+	f := tf.Project(t, s, nil)
+	p2 := tf.Project(t, s, &tf.ProjectOpts{AccountID: f.AccountID, Name: "p2"})
+	bob := tf.Project(t, s, &tf.ProjectOpts{AccountID: tf.Account(t, s, &tf.AccountOpts{Name: "bob"}).ID, Name: "p"})
 
 	// Ten jobs of alice's, one a minute; spec is what varies.
 	type spec struct {
@@ -43,7 +43,7 @@ func testJobList(t *testing.T, s store.Store) {
 	}
 	var all []string // newest first
 	for i, sp := range specs {
-		p := f.jobParams(1, t0.Add(time.Duration(i)*time.Minute))
+		p := tf.JobParams(t, s, &tf.JobOpts{Project: f, SubmittedAt: t0.Add(time.Duration(i) * time.Minute)})
 		p.Job.Type, p.Job.Tags = sp.typ, sp.tags
 		if sp.other {
 			p.Job.ProjectID, p.Job.ProjectName = p2.ID, p2.Name
@@ -51,7 +51,7 @@ func testJobList(t *testing.T, s store.Store) {
 		if sp.status == store.JobPlanning {
 			p.Job.Status = store.JobPlanning
 		}
-		j := mustJob(t, s, p)
+		j := tf.JobFrom(t, s, p)
 		for _, to := range path[sp.status] {
 			mustSetStatus(t, s, j.ID, to, t0.Add(time.Hour))
 		}
@@ -60,9 +60,9 @@ func testJobList(t *testing.T, s store.Store) {
 	// bob's jobs share every attribute and must never show.
 	var bobJob string
 	for i := range 3 {
-		p := bob.jobParams(1, t0.Add(time.Duration(i)*time.Minute))
+		p := tf.JobParams(t, s, &tf.JobOpts{Project: bob, SubmittedAt: t0.Add(time.Duration(i) * time.Minute)})
 		p.Job.Tags = []string{"nightly", "gpu"}
-		bobJob = mustJob(t, s, p).ID
+		bobJob = tf.JobFrom(t, s, p).ID
 	}
 	pick := func(idx ...int) []string { // indexes into specs, returned newest first
 		var out []string
@@ -94,7 +94,7 @@ func testJobList(t *testing.T, s store.Store) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.p
-			p.AccountID = f.acct.ID
+			p.AccountID = f.AccountID
 			js, total, err := s.JobList(ctx(t), &p)
 			if err != nil {
 				t.Fatal(err)
@@ -104,15 +104,15 @@ func testJobList(t *testing.T, s store.Store) {
 			}
 		})
 	}
-	js, total, _ := s.JobList(ctx(t), &store.JobListParams{AccountID: bob.acct.ID})
-	if total != 3 || len(js) != 3 || slices.ContainsFunc(js, func(j *store.Job) bool { return j.AccountID != bob.acct.ID }) {
+	js, total, _ := s.JobList(ctx(t), &store.JobListParams{AccountID: bob.AccountID})
+	if total != 3 || len(js) != 3 || slices.ContainsFunc(js, func(j *store.Job) bool { return j.AccountID != bob.AccountID }) {
 		t.Errorf("bob's list = %v, total %d", jobIDs(js), total)
 	}
 
 	// Pages cover the list once, in order, with the total on each.
 	var paged []string
 	for off := 0; off < 12; off += 3 {
-		js, total, err := s.JobList(ctx(t), &store.JobListParams{AccountID: f.acct.ID, Limit: 3, Offset: off})
+		js, total, err := s.JobList(ctx(t), &store.JobListParams{AccountID: f.AccountID, Limit: 3, Offset: off})
 		if err != nil || total != 10 {
 			t.Fatalf("page at %d: total %d, %v", off, total, err)
 		}
@@ -121,7 +121,7 @@ func testJobList(t *testing.T, s store.Store) {
 	if !slices.Equal(paged, all) {
 		t.Errorf("pages = %v, want %v", paged, all)
 	}
-	js, total, _ = s.JobList(ctx(t), &store.JobListParams{AccountID: f.acct.ID, Tag: "nightly", Limit: 2, Offset: 1})
+	js, total, _ = s.JobList(ctx(t), &store.JobListParams{AccountID: f.AccountID, Tag: "nightly", Limit: 2, Offset: 1})
 	if want := pick(0, 2, 5, 6, 9)[1:3]; !slices.Equal(jobIDs(js), want) || total != 5 {
 		t.Errorf("tag page = %v (total %d), want %v (total 5)", jobIDs(js), total, want)
 	}
@@ -130,15 +130,15 @@ func testJobList(t *testing.T, s store.Store) {
 	// neither repeat nor skip one.
 	var ties []string
 	for range 5 {
-		tp := f.jobParams(0, t0.Add(time.Hour))
+		tp := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: tf.TasksNone, SubmittedAt: t0.Add(time.Hour)})
 		tp.Job.ProjectID = "prj_ties"
-		ties = append(ties, mustJob(t, s, tp).ID)
+		ties = append(ties, tf.JobFrom(t, s, tp).ID)
 	}
 	slices.Sort(ties)
 	slices.Reverse(ties)
 	var tiePages []string
 	for off := 0; off < 5; off += 2 {
-		js, _, _ := s.JobList(ctx(t), &store.JobListParams{AccountID: f.acct.ID, ProjectID: "prj_ties", Limit: 2, Offset: off})
+		js, _, _ := s.JobList(ctx(t), &store.JobListParams{AccountID: f.AccountID, ProjectID: "prj_ties", Limit: 2, Offset: off})
 		tiePages = append(tiePages, jobIDs(js)...)
 	}
 	if !slices.Equal(tiePages, ties) {
@@ -147,15 +147,15 @@ func testJobList(t *testing.T, s store.Store) {
 }
 
 func testProjectActiveJobCount(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
+	f := tf.Project(t, s, nil)
 	for _, st := range store.JobStatuses {
 		reach(t, s, f, st)
 	}
-	n, err := s.ProjectActiveJobCount(ctx(t), f.proj.ID)
+	n, err := s.ProjectActiveJobCount(ctx(t), f.ID)
 	if err != nil || n != 3 {
 		t.Errorf("ProjectActiveJobCount = %d, %v; want 3 (planning, queued, running)", n, err)
 	}
-	other := mustProject(t, s, f.acct.ID, "other")
+	other := tf.Project(t, s, &tf.ProjectOpts{AccountID: f.AccountID, Name: "other"})
 	if n, _ := s.ProjectActiveJobCount(ctx(t), other.ID); n != 0 {
 		t.Errorf("other project's count = %d, want 0", n)
 	}

@@ -10,16 +10,17 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 // reach creates a job and walks it to status st along allowed transitions.
-func reach(t *testing.T, s store.Store, f jobFixture, st store.JobStatus) *store.Job {
+func reach(t *testing.T, s store.Store, f *store.Project, st store.JobStatus) *store.Job {
 	t.Helper()
-	p := f.jobParams(1, t0)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f})
 	if st == store.JobPlanning {
 		p.Job.Status = store.JobPlanning
 	}
-	j := mustJob(t, s, p)
+	j := tf.JobFrom(t, s, p)
 	var path []store.JobStatus
 	switch st {
 	case store.JobRunning:
@@ -41,7 +42,7 @@ func reach(t *testing.T, s store.Store, f jobFixture, st store.JobStatus) *store
 // testJobTransitions walks the transition table pair by pair: the store
 // makes exactly the moves the table allows.
 func testJobTransitions(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
+	f := tf.Project(t, s, nil)
 	for _, from := range store.JobStatuses {
 		for _, to := range store.JobStatuses {
 			j := reach(t, s, f, from)
@@ -89,10 +90,10 @@ func testJobTransitions(t *testing.T, s store.Store) {
 }
 
 func testJobSetStatusFields(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	p := f.jobParams(1, t0)
+	f := tf.Project(t, s, nil)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f})
 	p.Job.Summary = json.RawMessage(`{"billing_estimate":1}`)
-	j := mustJob(t, s, p)
+	j := tf.JobFrom(t, s, p)
 	t1, t2, t3 := t0.Add(time.Second), t0.Add(2*time.Second), t0.Add(3*time.Second)
 	j = mustSetStatus(t, s, j.ID, store.JobRunning, t1)
 	if !j.StartedAt.Equal(t1) || !j.UpdatedAt.Equal(t1) || j.FinishedAt != nil || string(j.Summary) != `{"billing_estimate":1}` {
@@ -110,14 +111,14 @@ func testJobSetStatusFields(t *testing.T, s store.Store) {
 	}
 
 	// A job cancelled before it ran never started.
-	p = f.jobParams(1, t0)
+	p = tf.JobParams(t, s, &tf.JobOpts{Project: f})
 	p.Job.Status = store.JobPlanning
-	c := mustJob(t, s, p)
+	c := tf.JobFrom(t, s, p)
 	c = mustSetStatus(t, s, c.ID, store.JobCancelled, t3)
 	if c.StartedAt != nil || !c.FinishedAt.Equal(t3) || c.Error != "" {
 		t.Errorf("cancelled job = %+v", c)
 	}
-	if got, _ := s.JobGet(ctx(t), f.acct.ID, c.ID); !reflect.DeepEqual(got, c) {
+	if got, _ := s.JobGet(ctx(t), f.AccountID, c.ID); !reflect.DeepEqual(got, c) {
 		t.Errorf("JobGet after the move = %+v, want %+v", got, c)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 // jobEditTests are the conformance tests of store.JobEditStore and of the
@@ -23,12 +24,12 @@ var jobEditTests = map[string]func(*testing.T, store.Store){
 // theirs, the job's request changes with them, and claims use the new
 // capacity columns at once.
 func testTaskSetRequirements(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	p := f.jobParams(3, t0)
+	f := tf.Project(t, s, nil)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: 3})
 	for i := range p.Tasks {
 		p.Tasks[i].CPU, p.Tasks[i].MemoryMB = 1, 512
 	}
-	j := mustJob(t, s, p)
+	j := tf.JobFrom(t, s, p)
 	t1 := t0.Add(time.Second)
 	claim := func(attemptID string) (*store.Task, *store.Attempt) {
 		t.Helper()
@@ -72,7 +73,7 @@ func testTaskSetRequirements(t *testing.T, s store.Store) {
 	if after := mustTask(t, s, running.ID); !after.UpdatedAt.Equal(before.UpdatedAt) || after.Status != store.TaskRunning {
 		t.Errorf("running task: got updated_at %v status %s, want %v running (an edit is not a report)", after.UpdatedAt, after.Status, before.UpdatedAt)
 	}
-	got, err := s.JobGet(ctx(t), f.acct.ID, j.ID)
+	got, err := s.JobGet(ctx(t), f.AccountID, j.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,14 +97,14 @@ func testTaskSetRequirements(t *testing.T, s store.Store) {
 // that later claims record the new ones while the attempt already claimed
 // keeps its own. An edit without a rate keeps the job's.
 func testTaskSetRequirementsReprice(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	p := f.jobParams(2, t0)
+	f := tf.Project(t, s, nil)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: 2})
 	p.Job.RateMicrosPerHour = 1000
 	p.Job.Billing = json.RawMessage(`{"billing_estimate":{"rate_usd_per_hour":1000}}`)
 	for i := range p.Tasks {
 		p.Tasks[i].CPU, p.Tasks[i].MemoryMB = 1, 256
 	}
-	j := mustJob(t, s, p)
+	j := tf.JobFrom(t, s, p)
 	claim := func(attemptID string) *store.Attempt {
 		t.Helper()
 		_, a, err := s.TaskClaim(ctx(t), &store.TaskClaimParams{HostID: "wkr_a", AttemptID: attemptID, FreeCPU: 8,
@@ -158,9 +159,9 @@ func testTaskSetRequirementsReprice(t *testing.T, s store.Store) {
 
 // A stale request, an ended job or an unknown one change nothing.
 func testTaskSetRequirementsGuarded(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	p := f.jobParams(2, t0)
-	j := mustJob(t, s, p)
+	f := tf.Project(t, s, nil)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: 2})
+	j := tf.JobFrom(t, s, p)
 	edit := func(jobID string, prev json.RawMessage) error {
 		_, err := s.TaskSetRequirements(ctx(t), &store.TaskSetRequirementsParams{JobID: jobID,
 			Requirements: json.RawMessage(`{"cpu":9}`), CPU: 9, MemoryMB: 9, Request: json.RawMessage(`{"edited":true}`),
@@ -178,7 +179,7 @@ func testTaskSetRequirementsGuarded(t *testing.T, s store.Store) {
 				t.Errorf("%s: task %d got %s cpu %v, want the old requirements (rolled back)", what, task.Index, task.Requirements, task.CPU)
 			}
 		}
-		got, err := s.JobGet(ctx(t), f.acct.ID, j.ID)
+		got, err := s.JobGet(ctx(t), f.AccountID, j.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,12 +210,12 @@ func testTaskSetRequirementsGuarded(t *testing.T, s store.Store) {
 }
 
 func testJobIDsWithOutput(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	quiet := mustJob(t, s, f.jobParams(2, t0))
-	loud := mustJob(t, s, f.jobParams(2, t0.Add(time.Second)))
+	f := tf.Project(t, s, nil)
+	quiet := tf.Job(t, s, &tf.JobOpts{Project: f, Tasks: 2})
+	loud := tf.Job(t, s, &tf.JobOpts{Project: f, Tasks: 2, SubmittedAt: t0.Add(time.Second)})
 	// Claims take the oldest job first: both of quiet's tasks, then loud's.
 	for range 3 {
-		task, a := mustClaim(t, s, "wkr_a", t0.Add(time.Minute))
+		task, a := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_a", Now: t0.Add(time.Minute)})
 		out := ""
 		if task.JobID == loud.ID {
 			out = "hello\n"
@@ -232,26 +233,25 @@ func testJobIDsWithOutput(t *testing.T, s store.Store) {
 }
 
 func testJobListByClientRef(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	bob := jobFixture{acct: mustAccount(t, s, "bob")}
-	bob.proj = mustProject(t, s, bob.acct.ID, "p")
+	f := tf.Project(t, s, nil)
+	bob := tf.Project(t, s, &tf.ProjectOpts{AccountID: tf.Account(t, s, &tf.AccountOpts{Name: "bob"}).ID, Name: "p"})
 	var want []string
 	for i, ref := range []*string{ptr("run-1"), nil, ptr("run-2"), ptr("run-1"), ptr("RUN-1")} {
-		p := f.jobParams(1, t0.Add(time.Duration(i)*time.Minute))
+		p := tf.JobParams(t, s, &tf.JobOpts{Project: f, SubmittedAt: t0.Add(time.Duration(i) * time.Minute)})
 		p.Job.ClientRef = ref
-		j := mustJob(t, s, p)
+		j := tf.JobFrom(t, s, p)
 		if ref != nil && *ref == "run-1" {
 			want = append([]string{j.ID}, want...)
 		}
 	}
-	bp := bob.jobParams(1, t0)
+	bp := tf.JobParams(t, s, &tf.JobOpts{Project: bob})
 	bp.Job.ClientRef = ptr("run-1")
-	mustJob(t, s, bp)
-	jobs, total, err := s.JobList(ctx(t), &store.JobListParams{AccountID: f.acct.ID, ClientRef: "run-1"})
+	tf.JobFrom(t, s, bp)
+	jobs, total, err := s.JobList(ctx(t), &store.JobListParams{AccountID: f.AccountID, ClientRef: "run-1"})
 	if err != nil || total != 2 || !slices.Equal(jobIDs(jobs), want) {
 		t.Errorf("JobList(client_ref run-1) = %v (total %d), %v; want %v", jobIDs(jobs), total, err, want)
 	}
-	jobs, total, err = s.JobList(ctx(t), &store.JobListParams{AccountID: f.acct.ID, ClientRef: "run-1",
+	jobs, total, err = s.JobList(ctx(t), &store.JobListParams{AccountID: f.AccountID, ClientRef: "run-1",
 		Statuses: []store.JobStatus{store.JobQueued}, Limit: 1, Offset: 1})
 	if err != nil || total != 2 || len(jobs) != 1 || jobs[0].ID != want[1] {
 		t.Errorf("JobList(client_ref, status, page 2) = %v (total %d), %v; want [%s]", jobIDs(jobs), total, err, want[1])

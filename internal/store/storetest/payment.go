@@ -8,6 +8,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 var paymentTests = map[string]func(*testing.T, store.Store){
@@ -36,7 +37,7 @@ func testWalletChallengesAndSessions(t *testing.T, s store.Store) {
 		t.Errorf("unknown challenge: got %v, want ErrNotFound", err)
 	}
 
-	a := mustAccount(t, s, "wallet-owner")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "wallet-owner"})
 	w := &store.Wallet{Chain: "base", Address: addr, AccountID: a.ID, CreatedAt: t0}
 	if err := s.WalletCreate(ctx(t), w); err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func testWalletChallengesAndSessions(t *testing.T, s store.Store) {
 }
 
 func testSettlements(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "payer")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "payer"})
 	newQuote := func() *store.Quote {
 		q, err := s.QuoteCreate(ctx(t), &store.QuoteCreateParams{ID: id.New(id.Quote), AccountID: a.ID, QuoteType: "x402_topup",
 			AmountMicros: 1_000_000, ExpiresAt: t0.Add(time.Hour), Now: t0})

@@ -7,11 +7,12 @@ import (
 
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 func testRuntimePreps(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	p := mustProject(t, s, a.ID, "p")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
+	p := tf.Project(t, s, &tf.ProjectOpts{AccountID: a.ID, Name: "p"})
 	put := func(host, hash string, st store.RuntimePrepStatus, now time.Time) *store.RuntimePrep {
 		t.Helper()
 		r, err := s.RuntimePrepPut(ctx(t), &store.RuntimePrepPutParams{ProjectID: p.ID, HostID: host, ContentHash: hash,
@@ -51,8 +52,8 @@ func testRuntimePreps(t *testing.T, s store.Store) {
 }
 
 func testQuotes(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	b := mustAccount(t, s, "bob")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
+	b := tf.Account(t, s, &tf.AccountOpts{Name: "bob"})
 	q, err := s.QuoteCreate(ctx(t), &store.QuoteCreateParams{ID: id.New(id.Quote), AccountID: a.ID, QuoteType: "job_shortfall",
 		AmountMicros: 4_500_000, Description: "init floor", ExpiresAt: t0.Add(30 * time.Minute), Now: t0})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 // Factory returns a fresh, migrated, empty store; the factory arranges its
@@ -20,25 +21,24 @@ import (
 type Factory func(t *testing.T) store.Store
 
 // t0 is the suite's fixed "now"; tests move it by hand.
-var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+var t0 = tf.Epoch()
 
 // Run runs every conformance test against the engine.
 func Run(t *testing.T, newStore Factory) {
 	tests := map[string]func(*testing.T, store.Store){
-		"Accounts":           testAccounts,
-		"APIKeys":            testAPIKeys,
-		"LedgerAndBalance":   testLedgerAndBalance,
-		"LedgerAppendOnly":   testLedgerAppendOnly,
-		"Projects":           testProjects,
-		"ProjectScoping":     testProjectScoping,
-		"KV":                 testKV,
-		"Pushes":             testPushes,
-		"PushGuardedUpdates": testPushGuardedUpdates,
-		"TxRollback":         testTxRollback,
-		"ConcurrentWrites":   testConcurrentWrites,
-		"GroupTx":            testGroupTx,
-		"RuntimePreps":       testRuntimePreps,
-		"Quotes":             testQuotes,
+		"Accounts":         testAccounts,
+		"APIKeys":          testAPIKeys,
+		"LedgerAndBalance": testLedgerAndBalance,
+		"LedgerAppendOnly": testLedgerAppendOnly,
+		"Projects":         testProjects,
+		"ProjectScoping":   testProjectScoping,
+		"KV":               testKV,
+		"Pushes":           testPushes,
+		"TxRollback":       testTxRollback,
+		"ConcurrentWrites": testConcurrentWrites,
+		"GroupTx":          testGroupTx,
+		"RuntimePreps":     testRuntimePreps,
+		"Quotes":           testQuotes,
 	}
 	for name, fn := range jobTests {
 		tests[name] = fn
@@ -89,27 +89,6 @@ func rawExec(t *testing.T, s store.Store, query string, args ...any) error {
 
 func ctx(t *testing.T) context.Context { return t.Context() }
 
-func mustAccount(t *testing.T, s store.Querier, name string) *store.Account {
-	t.Helper()
-	a, err := s.AccountCreate(ctx(t), &store.AccountCreateParams{ID: id.New(id.Account), Name: name, Now: t0})
-	if err != nil {
-		t.Fatalf("AccountCreate(%s): %v", name, err)
-	}
-	return a
-}
-
-func mustProject(t *testing.T, s store.Querier, accountID, name string) *store.Project {
-	t.Helper()
-	p, err := s.ProjectCreate(ctx(t), &store.ProjectWriteParams{
-		ID: id.New(id.Project), AccountID: accountID, Name: name, SetupTimeoutS: 600,
-		RuntimeKind: "oci", RuntimeVersion: 1, Env: json.RawMessage(`{"A":"1"}`), Now: t0,
-	})
-	if err != nil {
-		t.Fatalf("ProjectCreate(%s): %v", name, err)
-	}
-	return p
-}
-
 func wantErr(t *testing.T, err, want error) {
 	t.Helper()
 	if !errors.Is(err, want) {
@@ -117,27 +96,8 @@ func wantErr(t *testing.T, err, want error) {
 	}
 }
 
-func testAccounts(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	if !a.CreatedAt.Equal(t0) {
-		t.Errorf("CreatedAt = %v, want %v", a.CreatedAt, t0)
-	}
-	got, err := s.AccountGetByName(ctx(t), "alice")
-	if err != nil || got.ID != a.ID {
-		t.Fatalf("AccountGetByName = %v, %v; want id %s", got, err, a.ID)
-	}
-	got, err = s.AccountGetByID(ctx(t), a.ID)
-	if err != nil || got.Name != "alice" {
-		t.Fatalf("AccountGetByID = %v, %v", got, err)
-	}
-	_, err = s.AccountCreate(ctx(t), &store.AccountCreateParams{ID: id.New(id.Account), Name: "alice", Now: t0})
-	wantErr(t, err, store.ErrConflict)
-	_, err = s.AccountGetByName(ctx(t), "bob")
-	wantErr(t, err, store.ErrNotFound)
-}
-
 func testAPIKeys(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
 	k, err := s.APIKeyCreate(ctx(t), &store.APIKeyCreateParams{
 		ID: id.New(id.APIKey), AccountID: a.ID, Role: store.RoleViewer, SecretHash: "h1", Hint: "flk_AB", Now: t0})
 	if err != nil {
@@ -161,8 +121,8 @@ func testAPIKeys(t *testing.T, s store.Store) {
 }
 
 func testLedgerAndBalance(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	b := mustAccount(t, s, "bob")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
+	b := tf.Account(t, s, &tf.AccountOpts{Name: "bob"})
 	for _, amt := range []int64{5_000_000, 1_234_567, -234_567} {
 		if _, err := s.LedgerEntryCreate(ctx(t), &store.LedgerEntryCreateParams{
 			ID: id.New(id.Ledger), AccountID: a.ID, EntryType: "beta_credit_grant", AmountMicros: amt, Now: t0}); err != nil {
@@ -184,7 +144,7 @@ func testLedgerAndBalance(t *testing.T, s store.Store) {
 }
 
 func testLedgerAppendOnly(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
 	e, err := s.LedgerEntryCreate(ctx(t), &store.LedgerEntryCreateParams{
 		ID: id.New(id.Ledger), AccountID: a.ID, EntryType: "beta_credit_grant", AmountMicros: 1, Now: t0})
 	if err != nil {
@@ -202,69 +162,16 @@ func testLedgerAppendOnly(t *testing.T, s store.Store) {
 	}
 }
 
-func testProjects(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	p := mustProject(t, s, a.ID, "proj-b")
-	mustProject(t, s, a.ID, "proj-a")
-	if string(p.Env) != `{"A":"1"}` || string(p.Manifest) != "null" || p.SetupTimeoutS != 600 {
-		t.Errorf("project = %+v", p)
-	}
-	_, err := s.ProjectCreate(ctx(t), &store.ProjectWriteParams{ID: id.New(id.Project), AccountID: a.ID,
-		Name: "proj-b", SetupTimeoutS: 1, RuntimeKind: "oci", RuntimeVersion: 1, Now: t0})
-	wantErr(t, err, store.ErrConflict)
-
-	list, err := s.ProjectList(ctx(t), a.ID)
-	if err != nil || len(list) != 2 || list[0].Name != "proj-a" || list[1].Name != "proj-b" {
-		t.Fatalf("ProjectList = %v, %v; want proj-a, proj-b", list, err)
-	}
-	t1 := t0.Add(time.Minute)
-	up, err := s.ProjectUpdate(ctx(t), &store.ProjectWriteParams{ID: p.ID, RemoteDir: "/srv/x", Env: json.RawMessage(`{}`),
-		SetupTimeoutS: 30, RuntimeKind: "oci", RuntimeVersion: 3, Manifest: json.RawMessage(`{"version":1}`), Now: t1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if up.RemoteDir != "/srv/x" || up.SetupTimeoutS != 30 || up.RuntimeVersion != 3 || !up.UpdatedAt.Equal(t1) || !up.CreatedAt.Equal(t0) || up.Name != "proj-b" {
-		t.Errorf("updated = %+v", up)
-	}
-	if err := s.ProjectSetContentHash(ctx(t), p.ID, "sha256:abc", t1); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.ProjectGetByID(ctx(t), p.ID)
-	if err != nil || got.ContentHash != "sha256:abc" {
-		t.Fatalf("ProjectGetByID = %+v, %v", got, err)
-	}
-	// The cache-mount epoch starts at 0 and each bump moves it on by one.
-	if e, err := s.ProjectCacheEpoch(ctx(t), p.ID); err != nil || e != 0 {
-		t.Errorf("ProjectCacheEpoch = %d, %v; want 0", e, err)
-	}
-	for want := int64(1); want <= 2; want++ {
-		if e, err := s.ProjectBumpCacheEpoch(ctx(t), p.ID, t1); err != nil || e != want {
-			t.Errorf("ProjectBumpCacheEpoch = %d, %v; want %d", e, err, want)
-		}
-	}
-	if e, err := s.ProjectCacheEpoch(ctx(t), p.ID); err != nil || e != 2 {
-		t.Errorf("ProjectCacheEpoch after two bumps = %d, %v; want 2", e, err)
-	}
-	_, err = s.ProjectCacheEpoch(ctx(t), "prj_missing")
-	wantErr(t, err, store.ErrNotFound)
-	if err := s.ProjectDelete(ctx(t), p.ID); err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.ProjectGetByName(ctx(t), a.ID, "proj-b")
-	wantErr(t, err, store.ErrNotFound)
-	wantErr(t, s.ProjectDelete(ctx(t), p.ID), store.ErrNotFound)
-}
-
 func testProjectScoping(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	b := mustAccount(t, s, "bob")
-	mustProject(t, s, a.ID, "shared-name")
-	mustProject(t, s, b.ID, "shared-name") // names are per account
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
+	b := tf.Account(t, s, &tf.AccountOpts{Name: "bob"})
+	tf.Project(t, s, &tf.ProjectOpts{AccountID: a.ID, Name: "shared-name"})
+	tf.Project(t, s, &tf.ProjectOpts{AccountID: b.ID, Name: "shared-name"}) // names are per account
 	_, err := s.ProjectGetByName(ctx(t), b.ID, "shared-name")
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustProject(t, s, a.ID, "only-alice")
+	tf.Project(t, s, &tf.ProjectOpts{AccountID: a.ID, Name: "only-alice"})
 	_, err = s.ProjectGetByName(ctx(t), b.ID, "only-alice")
 	wantErr(t, err, store.ErrNotFound)
 	list, _ := s.ProjectList(ctx(t), b.ID)
@@ -274,8 +181,8 @@ func testProjectScoping(t *testing.T, s store.Store) {
 }
 
 func testKV(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	p := mustProject(t, s, a.ID, "p")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
+	p := tf.Project(t, s, &tf.ProjectOpts{AccountID: a.ID, Name: "p"})
 	put := func(key, value string, ttl *int64, now time.Time) *store.KVEntry {
 		t.Helper()
 		var exp *time.Time
@@ -344,98 +251,11 @@ func kvKeys(es []*store.KVEntry) []string {
 	return out
 }
 
-func newPush(t *testing.T, s store.Querier, p *store.Project, now time.Time) *store.Push {
-	t.Helper()
-	pu, err := s.PushCreate(ctx(t), &store.PushCreateParams{ID: id.New(id.Push), ProjectID: p.ID, AccountID: p.AccountID,
-		ContentHash: "sha256:" + now.String(), SizeBytes: 10, FileIndex: json.RawMessage(`{"a":"1"}`),
-		TarballDiff: json.RawMessage(`{"added_files":["a"]}`), ContextDir: "/tmp/ctx", Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pu
-}
-
-func testPushes(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	p := mustProject(t, s, a.ID, "p")
-	_, err := s.PushLatest(ctx(t), p.ID)
-	wantErr(t, err, store.ErrNotFound)
-	p1 := newPush(t, s, p, t0)
-	if p1.Status != store.PushQueued || p1.Attempts != 0 || string(p1.FileIndex) != `{"a":"1"}` {
-		t.Errorf("created push = %+v", p1)
-	}
-	act, err := s.PushActive(ctx(t), p.ID)
-	if err != nil || act.ID != p1.ID {
-		t.Fatalf("PushActive = %v, %v", act, err)
-	}
-	st, err := s.PushStart(ctx(t), p1.ID, t0.Add(time.Second))
-	if err != nil || st.Status != store.PushBuilding || st.Attempts != 1 || st.StartedAt == nil {
-		t.Fatalf("PushStart = %+v, %v", st, err)
-	}
-	if err := s.PushSetLogTail(ctx(t), p1.ID, "step 1/3", t0.Add(2*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	fin, err := s.PushFinish(ctx(t), &store.PushFinishParams{ID: p1.ID, Status: store.PushPublished,
-		ImageRef: "localhost/skiff/x", ImageDigest: "sha256:d", LogTail: "done", Now: t0.Add(3 * time.Second)})
-	if err != nil || fin.Status != store.PushPublished || fin.ImageDigest != "sha256:d" || fin.FinishedAt == nil {
-		t.Fatalf("PushFinish = %+v, %v", fin, err)
-	}
-	_, err = s.PushActive(ctx(t), p.ID)
-	wantErr(t, err, store.ErrNotFound)
-
-	p2 := newPush(t, s, p, t0.Add(time.Minute))
-	latest, _ := s.PushLatest(ctx(t), p.ID)
-	pub, _ := s.PushLatestPublished(ctx(t), p.ID)
-	if latest.ID != p2.ID || pub.ID != p1.ID {
-		t.Errorf("latest = %s (want %s), published = %s (want %s)", latest.ID, p2.ID, pub.ID, p1.ID)
-	}
-	un, _ := s.PushListUnfinished(ctx(t))
-	if len(un) != 1 || un[0].ID != p2.ID {
-		t.Errorf("unfinished = %v", un)
-	}
-	list, _ := s.PushList(ctx(t), p.ID, 10)
-	if len(list) != 2 || list[0].ID != p2.ID {
-		t.Errorf("PushList order wrong: %v", list)
-	}
-	got, err := s.PushGet(ctx(t), p.ID, p1.ID)
-	if err != nil || got.LogTail != "done" {
-		t.Errorf("PushGet = %+v, %v", got, err)
-	}
-	_, err = s.PushGet(ctx(t), "prj_other", p1.ID)
-	wantErr(t, err, store.ErrNotFound)
-}
-
-func testPushGuardedUpdates(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
-	p := mustProject(t, s, a.ID, "p")
-	pu := newPush(t, s, p, t0)
-	wantErr(t, s.PushRequeue(ctx(t), pu.ID, t0), store.ErrConflict) // queued, not building
-	if _, err := s.PushStart(ctx(t), pu.ID, t0); err != nil {
-		t.Fatal(err)
-	}
-	_, err := s.PushStart(ctx(t), pu.ID, t0)
-	wantErr(t, err, store.ErrConflict)
-	if err := s.PushRequeue(ctx(t), pu.ID, t0); err != nil {
-		t.Fatal(err)
-	}
-	again, err := s.PushStart(ctx(t), pu.ID, t0)
-	if err != nil || again.Attempts != 2 {
-		t.Fatalf("restart = %+v, %v", again, err)
-	}
-	if _, err := s.PushFinish(ctx(t), &store.PushFinishParams{ID: pu.ID, Status: store.PushFailed, Error: "boom", Now: t0}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.PushFinish(ctx(t), &store.PushFinishParams{ID: pu.ID, Status: store.PushPublished, Now: t0})
-	wantErr(t, err, store.ErrConflict)
-	_, err = s.PushStart(ctx(t), pu.ID, t0)
-	wantErr(t, err, store.ErrConflict)
-}
-
 func testTxRollback(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
 	boom := errors.New("boom")
 	err := s.InTx(ctx(t), func(q store.Querier) error {
-		mustProject(t, q, a.ID, "in-tx")
+		tf.Project(t, q, &tf.ProjectOpts{AccountID: a.ID, Name: "in-tx"})
 		if _, err := q.LedgerEntryCreate(ctx(t), &store.LedgerEntryCreateParams{ID: id.New(id.Ledger), AccountID: a.ID,
 			EntryType: "beta_credit_grant", AmountMicros: 7, Now: t0}); err != nil {
 			return err
@@ -449,7 +269,10 @@ func testTxRollback(t *testing.T, s store.Store) {
 	if bal.LedgerMicros != 0 {
 		t.Errorf("rolled-back credit is visible: %d", bal.LedgerMicros)
 	}
-	if err := s.InTx(ctx(t), func(q store.Querier) error { mustProject(t, q, a.ID, "committed"); return nil }); err != nil {
+	if err := s.InTx(ctx(t), func(q store.Querier) error {
+		tf.Project(t, q, &tf.ProjectOpts{AccountID: a.ID, Name: "committed"})
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ProjectGetByName(ctx(t), a.ID, "committed"); err != nil {
@@ -460,7 +283,7 @@ func testTxRollback(t *testing.T, s store.Store) {
 // testConcurrentWrites checks that concurrent transactions neither fail on
 // lock contention nor lose writes.
 func testConcurrentWrites(t *testing.T, s store.Store) {
-	a := mustAccount(t, s, "alice")
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
 	const n = 40
 	var wg sync.WaitGroup
 	errs := make(chan error, n)

@@ -12,17 +12,18 @@ import (
 
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 func testTaskClaimOrder(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
+	f := tf.Project(t, s, nil)
 	_, _, err := s.TaskClaim(ctx(t), &store.TaskClaimParams{HostID: "wkr_a", AttemptID: id.New(id.Attempt), Now: t0})
 	wantErr(t, err, store.ErrNotFound)
 
 	mk := func(n, prio int, at time.Duration, status store.JobStatus) *store.JobCreateParams {
-		p := f.jobParams(n, t0.Add(at))
+		p := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: n, SubmittedAt: t0.Add(at)})
 		p.Job.Priority, p.Job.Status = prio, status
-		mustJob(t, s, p)
+		tf.JobFrom(t, s, p)
 		return p
 	}
 	low := mk(1, store.PriorityLow, 0, store.JobQueued)
@@ -67,7 +68,7 @@ func testTaskClaimOrder(t *testing.T, s store.Store) {
 
 	// Once planning is over, the job's tasks dispatch.
 	mustSetStatus(t, s, planning.Job.ID, store.JobQueued, now)
-	if task, _ := mustClaim(t, s, "wkr_a", now); task.ID != planning.Tasks[0].ID {
+	if task, _ := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_a", Now: now}); task.ID != planning.Tasks[0].ID {
 		t.Errorf("claimed %s, want the formerly planning job's task", task.ID)
 	}
 }
@@ -75,12 +76,12 @@ func testTaskClaimOrder(t *testing.T, s store.Store) {
 // testTaskClaimFit: a claim takes the first task that fits the free
 // capacity, and passes over a task its host ran last when asked to.
 func testTaskClaimFit(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
+	f := tf.Project(t, s, nil)
 	t0 := time.Unix(1_800_000_000, 0).UTC()
-	p := f.jobParams(2, t0)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: 2})
 	p.Tasks[0].CPU, p.Tasks[0].MemoryMB = 4, 8192
 	p.Tasks[1].CPU, p.Tasks[1].MemoryMB = 1, 512
-	mustJob(t, s, p)
+	tf.JobFrom(t, s, p)
 	claim := func(host string, cpu float64, mem int64, avoid time.Time) (*store.Task, error) {
 		task, _, err := s.TaskClaim(ctx(t), &store.TaskClaimParams{HostID: host, AttemptID: id.New(id.Attempt),
 			FreeCPU: cpu, FreeMemoryMB: mem, AvoidRequeuedSince: avoid, Now: t0})
@@ -133,12 +134,12 @@ func ClaimRaceAcrossStores(t *testing.T, stores []store.Store) {
 
 func claimRace(t *testing.T, stores []store.Store) {
 	s := stores[0]
-	f := setupJobs(t, s)
+	f := tf.Project(t, s, nil)
 	const jobs, perJob, claimers = 3, 100, 16
 	want := map[string]bool{}
 	for i := range jobs {
-		p := f.jobParams(perJob, t0.Add(time.Duration(i)*time.Second))
-		mustJob(t, s, p)
+		p := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: perJob, SubmittedAt: t0.Add(time.Duration(i) * time.Second)})
+		tf.JobFrom(t, s, p)
 		for _, task := range p.Tasks {
 			want[task.ID] = true
 		}
@@ -198,9 +199,9 @@ func claimRace(t *testing.T, stores []store.Store) {
 // tasks: nothing fails but the refused finishes of cancelled attempts (no
 // deadlock), and no attempt is left open on a cancelled task.
 func testCancelRacesClaims(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	p := f.jobParams(200, t0)
-	mustJob(t, s, p)
+	f := tf.Project(t, s, nil)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: 200})
+	tf.JobFrom(t, s, p)
 	const claimers = 8
 	var wg sync.WaitGroup
 	var mu sync.Mutex

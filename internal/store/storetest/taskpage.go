@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 // taskPageTests are the conformance tests of store.TaskPageStore; Run adds
@@ -25,10 +26,10 @@ func pageIndexes(tasks []*store.Task) []int64 {
 }
 
 func testTaskListPage(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	p := f.jobParams(25, t0)
-	j := mustJob(t, s, p)
-	other := mustJob(t, s, f.jobParams(3, t0.Add(time.Second)))
+	f := tf.Project(t, s, nil)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f, Tasks: 25})
+	j := tf.JobFrom(t, s, p)
+	other := tf.Job(t, s, &tf.JobOpts{Project: f, Tasks: 3, SubmittedAt: t0.Add(time.Second)})
 
 	all, err := s.TaskList(ctx(t), j.ID)
 	if err != nil {
@@ -68,20 +69,20 @@ func testTaskListPage(t *testing.T, s store.Store) {
 }
 
 func testAttemptListForTasks(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	j := mustJob(t, s, f.jobParams(4, t0))
-	mustJob(t, s, f.jobParams(2, t0.Add(time.Second)))
+	f := tf.Project(t, s, nil)
+	j := tf.Job(t, s, &tf.JobOpts{Project: f, Tasks: 4})
+	tf.Job(t, s, &tf.JobOpts{Project: f, Tasks: 2, SubmittedAt: t0.Add(time.Second)})
 	// Claims take the oldest job's lowest index first: task 0 fails and is
 	// claimed again, then tasks 1 and 2 run once; task 3 and the other
 	// job's tasks have no attempt.
 	now := t0.Add(time.Minute)
 	byIdx := map[int64][]string{}
-	task, a := mustClaim(t, s, "wkr_a", now)
+	task, a := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_a", Now: now})
 	byIdx[task.Index] = append(byIdx[task.Index], a.ID)
 	mustFinish(t, s, &store.AttemptFinishParams{AttemptID: a.ID, Status: store.AttemptFailed, TerminalKind: "exit",
 		RetryDecision: "retry", TaskStatus: store.TaskQueued, RetriesUsed: 1, Now: now})
 	for range 3 {
-		task, a := mustClaim(t, s, "wkr_a", now.Add(time.Second))
+		task, a := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_a", Now: now.Add(time.Second)})
 		byIdx[task.Index] = append(byIdx[task.Index], a.ID)
 	}
 	if len(byIdx[0]) != 2 || len(byIdx[1]) != 1 || len(byIdx[2]) != 1 {
@@ -124,8 +125,8 @@ func testAttemptListForTasks(t *testing.T, s store.Store) {
 }
 
 func testTaskResultCounts(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
-	j := mustJob(t, s, f.jobParams(5, t0))
+	f := tf.Project(t, s, nil)
+	j := tf.Job(t, s, &tf.JobOpts{Project: f, Tasks: 5})
 	if r, o, err := s.TaskResultCounts(ctx(t), j.ID); err != nil || r != 0 || o != 0 {
 		t.Errorf("fresh job counts = %d, %d, %v; want 0, 0", r, o, err)
 	}
@@ -139,7 +140,7 @@ func testTaskResultCounts(t *testing.T, s store.Store) {
 		{Status: store.AttemptFailed, TaskStatus: store.TaskFailed, Result: []byte(`{"failure_kind":"exit"}`)},
 	}
 	for i := range finish {
-		task, a := mustClaim(t, s, "wkr_a", now)
+		task, a := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_a", Now: now})
 		if task.Index != int64(i) {
 			t.Fatalf("claimed task %d; want %d", task.Index, i)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/store"
+	tf "github.com/skiffhq/skiff/internal/store/storetest/testfactory"
 )
 
 // testAttemptTransitions walks the attempt transition table pair by pair:
@@ -15,13 +16,13 @@ import (
 // move changes nothing. Assigned is a birth status (TaskClaim) that no move
 // reaches.
 func testAttemptTransitions(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
+	f := tf.Project(t, s, nil)
 	now := t0
 	for _, from := range store.AttemptStatuses {
 		for _, to := range store.AttemptStatuses[1:] {
 			now = now.Add(time.Minute)
-			j := mustJob(t, s, f.jobParams(1, now))
-			_, a := mustClaim(t, s, "wkr_walk", now)
+			j := tf.Job(t, s, &tf.JobOpts{Project: f, SubmittedAt: now})
+			_, a := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_walk", Now: now})
 			if a.JobID != j.ID {
 				t.Fatalf("claimed a task of %s, want %s", a.JobID, j.ID)
 			}
@@ -72,12 +73,12 @@ func testAttemptTransitions(t *testing.T, s store.Store) {
 // of the task's open attempt (to queued, succeeded or failed; a task that
 // is not running has none) and TaskCancelOpen (to cancelled).
 func testTaskTransitions(t *testing.T, s store.Store) {
-	f := setupJobs(t, s)
+	f := tf.Project(t, s, nil)
 	now := t0
 	for _, from := range store.TaskStatuses {
 		for _, to := range store.TaskStatuses {
 			now = now.Add(time.Minute)
-			j := mustJob(t, s, f.jobParams(1, now))
+			j := tf.Job(t, s, &tf.JobOpts{Project: f, SubmittedAt: now})
 			tasks, err := s.TaskList(ctx(t), j.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -91,7 +92,7 @@ func testTaskTransitions(t *testing.T, s store.Store) {
 					t.Fatal(err)
 				}
 			default:
-				_, a := mustClaim(t, s, "wkr_walk", now)
+				_, a := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_walk", Now: now})
 				open = a.ID
 				if from != store.TaskRunning {
 					mustFinish(t, s, &store.AttemptFinishParams{AttemptID: a.ID, Status: store.AttemptSucceeded, TaskStatus: from, Now: now})

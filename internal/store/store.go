@@ -49,4 +49,5 @@ type Querier interface {
 	ContactStore
 	ArtifactStore
 	RetentionStore
+	HostStore
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -103,10 +104,17 @@ func adminHostState(ctx context.Context, e *env, args []string, name, help strin
 	fs := e.newFlags("admin "+name+" [flags] HOST_ID", help)
 	var sf storeFlags
 	sf.register(fs)
+	// The id may come first or last: flag parsing stops at it.
+	var hostID string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		hostID, args = args[0], args[1:]
+	}
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if hostID == "" && fs.NArg() == 1 {
+		hostID = fs.Arg(0)
+	} else if fs.NArg() != 0 || hostID == "" {
 		fs.Usage()
 		return fmt.Errorf("give one host id (wkr_...; see skiff admin hosts)")
 	}
@@ -115,7 +123,7 @@ func adminHostState(ctx context.Context, e *env, args []string, name, help strin
 		return err
 	}
 	defer db.Close()
-	h, err := do(enroll.New(db, clock.System{}), ctx, fs.Arg(0))
+	h, err := do(enroll.New(db, clock.System{}), ctx, hostID)
 	if err != nil {
 		return err
 	}

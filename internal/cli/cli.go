@@ -33,6 +33,7 @@ func commands() []command {
 	return []command{
 		{"server", "run the controller with its local host (and 'server migrate')", runServer},
 		{"admin", "operator commands on the store: create-key, grant-credit, create-enrollment, hosts ...", runAdmin},
+		{"host", "run a bring-your-own-hardware host that dials out to the controller", runHost},
 		{"bench", "measure job latency over bare gVisor and submissions per second", runBench},
 		{"version", "print the version", func(_ context.Context, e *env, _ []string) error {
 			fmt.Fprintln(e.stdout, Version)

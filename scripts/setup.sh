@@ -49,6 +49,8 @@ APT_PACKAGES=(
 APT_PACKAGES+=(prometheus)
 # chromium drives the browser test of the landing page and the docs.
 APT_PACKAGES+=(chromium)
+# shellcheck checks the host installer served at /skiff-host (internal/httpapi).
+APT_PACKAGES+=(shellcheck)
 
 # Go usually lives here on CI machines without being on root's PATH.
 if [[ -d /usr/local/go/bin ]]; then

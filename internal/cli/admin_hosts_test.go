@@ -1,13 +1,21 @@
 package cli_test
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/store/postgres/pgtest"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // The operator's host commands, end to end on both stores: a code made by
@@ -79,7 +87,59 @@ func TestAdminHostCommands(t *testing.T) {
 			if r := skiff(t, nil, append([]string{"admin", "drain-host", red.HostID}, storeArgs...)...); r.code == 0 {
 				t.Error("drain-host of a removed host succeeded")
 			}
+			checkInstaller(t, srv)
 			srv.stop(t, 10*time.Second)
 		})
+	}
+}
+
+// checkInstaller fetches the installer and the binaries it downloads: the
+// script names this controller and passes Debian's shellcheck; the binary
+// served is this server's own, matching the sha256 served beside it.
+func checkInstaller(t *testing.T, srv *server) {
+	t.Helper()
+	get := func(path string) []byte {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d, %v", path, resp.StatusCode, err)
+		}
+		return b
+	}
+	script := get("/skiff-host")
+	if !bytes.HasPrefix(script, []byte("#!/bin/sh")) || !bytes.Contains(script, []byte("CONTROLLER='"+srv.URL+"'")) {
+		t.Errorf("installer does not name this controller %s:\n%.300s", srv.URL, script)
+	}
+	if _, err := exec.LookPath("shellcheck"); err != nil {
+		testenv.Skip(t, "shellcheck is not installed (scripts/setup.sh installs it)")
+	} else {
+		cmd := exec.Command("shellcheck", "-s", "sh", "-")
+		cmd.Stdin = bytes.NewReader(script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("shellcheck of the served installer: %v\n%s", err, out)
+		}
+	}
+	platform := runtime.GOOS + "-" + runtime.GOARCH
+	bin := get("/skiff-host/bin/" + platform)
+	sum := sha256.Sum256(bin)
+	if want := strings.TrimSpace(string(get("/skiff-host/bin/" + platform + ".sha256"))); hex.EncodeToString(sum[:]) != want {
+		t.Errorf("binary sha256 %x, served sum %s", sum, want)
+	}
+	self, _ := os.ReadFile(os.Args[0])
+	if !bytes.Equal(self, bin) {
+		t.Errorf("served binary (%d bytes) is not the running skiff (%d bytes)", len(bin), len(self))
+	}
+	resp, err := http.Get(srv.URL + "/skiff-host/bin/plan9-mips")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("another platform: %d, want 404", resp.StatusCode)
 	}
 }

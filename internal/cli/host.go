@@ -241,3 +241,13 @@ func redeem(ctx context.Context, urls []string, req *apiv1.RedeemRequest) (*apiv
 	}
 	return nil, fmt.Errorf("no controller answered: %w", errors.Join(errs...))
 }
+
+// selfPath is this binary, which the controller serves to the host
+// installer; "" when it cannot be found.
+func selfPath() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
+}

@@ -139,7 +139,7 @@ func TestHostsEndToEnd(t *testing.T) {
 		t.Fatalf("admin hosts --json: %s", hosts)
 	}
 	long := c.Post(t, "/api/v1/jobs", map[string]any{"project": "e2e", "runner_command": []string{"/runner"},
-		"payload": json.RawMessage(sandboxtest.Payload{SleepMS: 60000, Stdout: "long"}.Encode(t)),
+		"payload":      json.RawMessage(sandboxtest.Payload{SleepMS: 60000, Stdout: "long"}.Encode(t)),
 		"requirements": map[string]any{"cpu": 2, "memory_mb": 256}}).Object(t, http.StatusCreated)["id"].(string)
 	var idA string
 	waitJSON(t, c, "/api/v1/jobs/"+long+"/tasks", time.Minute, func(m map[string]any) bool {

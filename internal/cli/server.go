@@ -224,6 +224,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		Metrics: set, MetricsToken: f.metricsToken, TrustedProxies: proxies,
 		Limits: &httpapi.Limits{WaitlistPerMinute: f.front.waitlistRate, FeedbackPerMinute: f.front.feedbackRate,
 			RedeemPerMinute: httpapi.DefaultLimits.RedeemPerMinute},
+		HostBinary: selfPath(), RunscBinary: f.build.runsc,
 	})
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()

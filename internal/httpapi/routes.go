@@ -60,6 +60,8 @@ func (s *Server) routes() []route {
 		// Bring-your-own-hardware hosts: a machine redeems its one-time
 		// code (no account); operators see the hosts.
 		{"POST", "/api/v1/fleet/enrollments/redeem", public, s.enrollmentRedeem},
+		{"GET", "/skiff-host", public, s.skiffHost},
+		{"GET", "/skiff-host/bin/{file}", public, s.skiffHostBin},
 		{"GET", "/api/v1/admin/hosts", admin, s.adminHosts},
 		{"GET", "/api/v1/admin/hosts/{id}", admin, s.adminHost},
 

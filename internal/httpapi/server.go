@@ -59,6 +59,9 @@ type Config struct {
 	// Enroll redeems host enrollment codes and shows hosts to admins; nil:
 	// one over Store.
 	Enroll *enroll.Service
+	// HostBinary and RunscBinary are served to the host installer at
+	// /skiff-host/bin/ (this server's platform only); "" answers 404.
+	HostBinary, RunscBinary string
 }
 
 // Server serves the API.
@@ -83,7 +86,9 @@ type Server struct {
 	metricsToken string
 	contact      *contact.Service
 	enroll       *enroll.Service
-	docs         *docsite.Site
+
+	hostBinary, runscBinary string
+	docs                    *docsite.Site
 
 	trustedProxies []netip.Prefix
 	limits         limiters
@@ -103,7 +108,8 @@ func New(cfg Config) *Server {
 		limitAddress: ratelimit.NewKeyed(orDefault(cfg.AuthRatePerAddress, DefaultAuthRatePerAddress)),
 		limitIP:      ratelimit.NewKeyed(orDefault(cfg.AuthRatePerIP, DefaultAuthRatePerIP)),
 		streams:      cfg.Streams, metrics: cfg.Metrics, metricsToken: cfg.MetricsToken,
-		contact: cfg.Contact, trustedProxies: cfg.TrustedProxies, enroll: cfg.Enroll}
+		contact: cfg.Contact, trustedProxies: cfg.TrustedProxies, enroll: cfg.Enroll,
+		hostBinary: cfg.HostBinary, runscBinary: cfg.RunscBinary}
 	s.streams.fill()
 	s.docs = newDocSite()
 	if s.enroll == nil {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/build/buildtest"
-	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 )
 
@@ -40,18 +39,7 @@ func TestHostsDispatchFigures(t *testing.T) {
 	key := admin("create-key", "--account", "bench")
 	admin("grant-credit", "--account", "bench", "--usd", "100")
 	c := srv.client(t, key)
-	c.Post(t, "/api/v1/projects", map[string]any{"name": "b"}).Want(t, http.StatusCreated)
-	body := tarball(t, map[string]string{
-		"Dockerfile":         "FROM scratch\nCOPY runner /runner\nWORKDIR /app\n",
-		"skiff.project.json": `{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/app"}, "entrypoint": {"command": ["/runner"]}}`,
-		"runner":             string(runner),
-	})
-	var rec struct {
-		StatusURL string `json:"status_url"`
-	}
-	c.Do(t, apitest.Request{Method: http.MethodPost, Path: "/api/v1/projects/b/push", Body: body,
-		Header: http.Header{"Content-Type": {"application/gzip"}}}).JSON(t, http.StatusAccepted, &rec)
-	waitJSON(t, c, rec.StatusURL, 2*time.Minute, func(m map[string]any) bool { return m["status"] == "published" })
+	pushRunner(t, c, "b", runner)
 	submit := func(n int) string {
 		items := make([]json.RawMessage, n)
 		for i := range items {

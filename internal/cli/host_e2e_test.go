@@ -49,6 +49,24 @@ func startHost(t *testing.T, args ...string) *server {
 	return h
 }
 
+// pushRunner creates project name whose image is the sandbox test runner
+// and waits until its push is published.
+func pushRunner(t *testing.T, c *apitest.Client, name string, runner []byte) {
+	t.Helper()
+	c.Post(t, "/api/v1/projects", map[string]any{"name": name}).Want(t, http.StatusCreated)
+	body := tarball(t, map[string]string{
+		"Dockerfile":         "FROM scratch\nCOPY runner /runner\nWORKDIR /app\n",
+		"skiff.project.json": `{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/app"}, "entrypoint": {"command": ["/runner"]}}`,
+		"runner":             string(runner),
+	})
+	var rec struct {
+		StatusURL string `json:"status_url"`
+	}
+	c.Do(t, apitest.Request{Method: http.MethodPost, Path: "/api/v1/projects/" + name + "/push", Body: body,
+		Header: http.Header{"Content-Type": {"application/gzip"}}}).JSON(t, http.StatusAccepted, &rec)
+	waitJSON(t, c, rec.StatusURL, 2*time.Minute, func(m map[string]any) bool { return m["status"] == "published" })
+}
+
 // Real processes on one machine: a controller without a local host and two
 // `skiff host` processes (separate data dirs) that enrolled with codes. A
 // fan-out spreads over both; kill -9 of a host mid-task requeues its
@@ -88,18 +106,7 @@ func TestHostsEndToEnd(t *testing.T) {
 	}
 
 	c := srv.client(t, key)
-	c.Post(t, "/api/v1/projects", map[string]any{"name": "e2e"}).Want(t, http.StatusCreated)
-	body := tarball(t, map[string]string{
-		"Dockerfile":         "FROM scratch\nCOPY runner /runner\nWORKDIR /app\n",
-		"skiff.project.json": `{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/app"}, "entrypoint": {"command": ["/runner"]}}`,
-		"runner":             string(runner),
-	})
-	var rec struct {
-		StatusURL string `json:"status_url"`
-	}
-	c.Do(t, apitest.Request{Method: http.MethodPost, Path: "/api/v1/projects/e2e/push", Body: body,
-		Header: http.Header{"Content-Type": {"application/gzip"}}}).JSON(t, http.StatusAccepted, &rec)
-	waitJSON(t, c, rec.StatusURL, 2*time.Minute, func(m map[string]any) bool { return m["status"] == "published" })
+	pushRunner(t, c, "e2e", runner)
 
 	// A fan-out of 8 tasks of 1 CPU that each sleep: two hosts of 2 CPUs
 	// run 4 at a time, so both take part.

@@ -54,6 +54,8 @@ APT_PACKAGES+=(chromium)
 # tmux runs `skiff run` in a real terminal (internal/cli); python3 (3.11) and
 # pip run the Python SDK's tests and install it (sdk/python).
 APT_PACKAGES+=(tmux python3 python3-pip)
+# shellcheck checks the host installer served at /skiff-host (internal/httpapi).
+APT_PACKAGES+=(shellcheck)
 
 # Go usually lives here on CI machines without being on root's PATH.
 if [[ -d /usr/local/go/bin ]]; then

@@ -23,6 +23,11 @@ func runAdmin(ctx context.Context, e *env, args []string) error {
 		"grant-credit": adminGrantCredit,
 		"waitlist":     adminWaitlist,
 		"feedback":     adminFeedback,
+
+		"create-enrollment": adminCreateEnrollment,
+		"hosts":             adminHosts,
+		"drain-host":        adminDrainHost,
+		"remove-host":       adminRemoveHost,
 	}
 	if len(args) == 0 || sub[args[0]] == nil {
 		fmt.Fprint(e.stderr, `Usage: skiff admin <command> [flags]
@@ -36,6 +41,10 @@ Commands:
   grant-credit  add a beta_credit_grant ledger entry; prints the new balance
   waitlist      list waitlist sign-ups, newest first (--json for JSON lines)
   feedback      list feedback reports, newest first (--json for JSON lines)
+  create-enrollment  make a one-time host enrollment code (cek_...); prints the code
+  hosts         list enrolled hosts (--json for JSON lines)
+  drain-host    stop new work to a host; what it runs finishes
+  remove-host   revoke a host's credential at once
 
 Run 'skiff admin <command> --help' for the flags of a command.
 `)

@@ -33,7 +33,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"server", "run the controller with its local host (and 'server migrate')", runServer},
-		{"admin", "operator commands on the store: create-key, grant-credit", runAdmin},
+		{"admin", "operator commands on the store: create-key, grant-credit, create-enrollment, hosts ...", runAdmin},
+		{"host", "run a bring-your-own-hardware host that dials out to the controller", runHost},
 		{"bench", "measure job latency over bare gVisor and submissions per second", runBench},
 		// Client commands (docs/cli.md).
 		{"login", "save the server address and an API key or a wallet session", runLogin},

@@ -256,7 +256,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		Streams: httpapi.StreamConfig{Broker: broker, Timeout: f.streams.timeout, PingInterval: f.streams.pingInterval,
 			PerAccount: f.streams.perAccount},
 		Metrics: set, MetricsToken: f.metricsToken, TrustedProxies: proxies,
-		Limits: &httpapi.Limits{WaitlistPerMinute: f.front.waitlistRate, FeedbackPerMinute: f.front.feedbackRate},
+		Limits: &httpapi.Limits{WaitlistPerMinute: f.front.waitlistRate, FeedbackPerMinute: f.front.feedbackRate,
+			RedeemPerMinute: httpapi.DefaultLimits.RedeemPerMinute},
+		HostBinary: selfPath(), RunscBinary: f.build.runsc,
 	})
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()

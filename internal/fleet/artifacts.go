@@ -15,9 +15,9 @@ import (
 
 // openAttemptOf finds an open attempt of the host a token names.
 func (c *Controller) openAttemptOf(ctx context.Context, token, attemptID string) (*store.Attempt, error) {
-	hostID := c.hostForToken(token)
-	if hostID == "" {
-		return nil, errUnauthorized
+	hostID, _, err := c.hostForToken(ctx, token)
+	if err != nil {
+		return nil, err
 	}
 	a, err := c.st.AttemptGet(ctx, attemptID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && a.HostID != hostID) {

@@ -12,6 +12,7 @@ import (
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/enroll"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/wake"
@@ -121,6 +122,11 @@ type host struct {
 	// its end is reported; it is sent again only after a heartbeat
 	// interval, not on every lease.
 	cancelSent map[string]time.Time
+	// enrolled is the host's stored record (declared share, state) as of
+	// its last request; nil for a host allowed in memory (the local host).
+	enrolled *store.Host
+	// storedSeen is when lastSeen was last written to the store.
+	storedSeen time.Time
 }
 
 // NewController returns a controller with defaults filled in.
@@ -158,15 +164,31 @@ func (c *Controller) AllowHost(token, hostID string) {
 	c.tokens[sha256.Sum256([]byte(token))] = hostID
 }
 
-// hostForToken is the host id a token names, "" when none. Tokens are kept
-// and looked up only by their sha256, so the lookup reveals nothing of them.
-func (c *Controller) hostForToken(token string) string {
+// hostForToken is the host a token names: a token allowed in memory (the
+// local host), else an enrolled host's credential, looked up in the store
+// on every request so that a removal refuses the very next one and a drain
+// is heard at the next lease, on every controller. enrolled is nil for a
+// host allowed in memory. Tokens are kept and looked up only by their
+// sha256, so the lookup reveals nothing of them. An unknown token is
+// errUnauthorized.
+func (c *Controller) hostForToken(ctx context.Context, token string) (hostID string, enrolled *store.Host, err error) {
 	if token == "" {
-		return ""
+		return "", nil, errUnauthorized
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.tokens[sha256.Sum256([]byte(token))]
+	hostID = c.tokens[sha256.Sum256([]byte(token))]
+	c.mu.Unlock()
+	if hostID != "" {
+		return hostID, nil, nil
+	}
+	h, ok, err := enroll.Authenticate(ctx, c.st, token)
+	if err != nil {
+		return "", nil, err
+	}
+	if !ok {
+		return "", nil, errUnauthorized
+	}
+	return h.ID, h, nil
 }
 
 // Wake tells long-polling hosts that there may be work or cancellations.

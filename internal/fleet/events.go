@@ -15,9 +15,9 @@ import (
 // host's, or that the controller already ended (cancelled, declared lost),
 // is answered errGone (410): the host stops it on its next lease.
 func (c *Controller) Event(ctx context.Context, token, attemptID string, ev *agentproto.AttemptEvent) error {
-	hostID := c.hostForToken(token)
-	if hostID == "" {
-		return errUnauthorized
+	hostID, _, err := c.hostForToken(ctx, token)
+	if err != nil {
+		return err
 	}
 	if ev.HostID != hostID || ev.AttemptID != attemptID {
 		return errWrongHost

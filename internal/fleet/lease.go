@@ -21,16 +21,16 @@ import (
 // Register admits the host that token names, replacing an earlier
 // registration of it, and reconciles what it still runs.
 func (c *Controller) Register(ctx context.Context, token string, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error) {
-	hostID := c.hostForToken(token)
-	if hostID == "" {
-		return nil, errUnauthorized
+	hostID, enrolled, err := c.hostForToken(ctx, token)
+	if err != nil {
+		return nil, err
 	}
 	if !agentproto.Supported(req.ProtocolVersion) {
 		return nil, errVersion
 	}
 	prof, _ := json.Marshal(req.Profile)
-	h := &host{id: hostID, protocol: req.ProtocolVersion, driver: req.Driver, profile: req.Profile, profJSON: prof, capacity: req.Capacity,
-		lastSeen: c.clk.Now(), cancelSent: map[string]time.Time{}}
+	h := &host{id: hostID, protocol: req.ProtocolVersion, driver: req.Driver, profile: req.Profile, profJSON: prof,
+		capacity: declaredShare(req.Capacity, enrolled), lastSeen: c.clk.Now(), cancelSent: map[string]time.Time{}, enrolled: enrolled}
 	h.lease.Lock()
 	defer h.lease.Unlock()
 	c.mu.Lock()
@@ -43,8 +43,9 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 	// Registration answers no cancels: the first lease must send them, so
 	// none counts as sent yet.
 	clear(h.cancelSent)
-	c.log.Info("host registered", "host_id", hostID, "driver", req.Driver, "cpu", req.Capacity.CPU,
-		"memory_mb", req.Capacity.MemoryMB, "slots", req.Capacity.Slots, "running", len(req.Running))
+	c.storeSeen(ctx, h)
+	c.log.Info("host registered", "host_id", hostID, "driver", req.Driver, "cpu", h.capacity.CPU,
+		"memory_mb", h.capacity.MemoryMB, "gpus", h.capacity.GPUs, "slots", h.capacity.Slots, "running", len(req.Running))
 	c.Wake()
 	return &agentproto.RegisterResponse{ProtocolVersion: req.ProtocolVersion, HostID: hostID,
 		HeartbeatIntervalS: int(c.cfg.HeartbeatInterval / time.Second)}, nil
@@ -54,9 +55,9 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 // capacity, and the attempts it runs that it must stop. With nothing to say
 // it waits, up to req.WaitS (capped at the heartbeat interval), for a Wake.
 func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error) {
-	hostID := c.hostForToken(token)
-	if hostID == "" {
-		return nil, errUnauthorized
+	hostID, enrolled, err := c.hostForToken(ctx, token)
+	if err != nil {
+		return nil, err
 	}
 	if req.HostID != hostID {
 		return nil, errWrongHost
@@ -67,6 +68,10 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 	}
 	h.lease.Lock()
 	defer h.lease.Unlock()
+	if enrolled != nil {
+		h.enrolled = enrolled // its state as of this request: a drain is heard here
+	}
+	defer c.storeSeen(context.WithoutCancel(ctx), h)
 	wait := min(time.Duration(req.WaitS)*time.Second, c.cfg.HeartbeatInterval)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -79,7 +84,7 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 		}
 		cancel := rec.cancel
 		var asg []agentproto.Assignment
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !h.draining() {
 			// The free capacity is the controller's own view, not the
 			// request's: a long poll outlives the free capacity the host
 			// had when it asked, and a slot freed by an attempt that ended

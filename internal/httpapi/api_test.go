@@ -243,6 +243,8 @@ func writeRequest(rt httpapi.Route, name string, check apitest.Check) apitest.Re
 		req.Body = map[string]any{"email": "someone@example.com"}
 	case "POST /api/v1/feedback":
 		req.Body = map[string]any{"type": "bug", "title": "t", "description": "d"}
+	case "POST /api/v1/fleet/enrollments/redeem":
+		req.Body = map[string]any{"code": "cek_" + strings.Repeat("A", 52), "cpus": 1, "memory_gb": 1}
 	case "POST /api/v1/jobs":
 		req.Body = map[string]any{"project": name, "runner_command": []string{"/runner"}}
 	case "POST /api/v1/auth/wallet/challenge":

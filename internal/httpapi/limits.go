@@ -17,19 +17,23 @@ type Limits struct {
 	WaitlistPerMinute int
 	// FeedbackPerMinute bounds POST /api/v1/feedback per client IP.
 	FeedbackPerMinute int
+	// RedeemPerMinute bounds POST /api/v1/fleet/enrollments/redeem per
+	// client IP: codes carry 260 bits, so this only keeps a flood cheap.
+	RedeemPerMinute int
 }
 
 // DefaultLimits are the limits of a server that sets none.
-var DefaultLimits = Limits{WaitlistPerMinute: 5, FeedbackPerMinute: 10}
+var DefaultLimits = Limits{WaitlistPerMinute: 5, FeedbackPerMinute: 10, RedeemPerMinute: 30}
 
 // limiters holds one keyed limiter per limited endpoint; every limited
 // handler goes through Server.rateLimit.
 type limiters struct {
-	waitlist, feedback *ratelimit.Keyed
+	waitlist, feedback, redeem *ratelimit.Keyed
 }
 
 func newLimiters(l Limits) limiters {
-	return limiters{waitlist: ratelimit.NewKeyed(l.WaitlistPerMinute), feedback: ratelimit.NewKeyed(l.FeedbackPerMinute)}
+	return limiters{waitlist: ratelimit.NewKeyed(l.WaitlistPerMinute), feedback: ratelimit.NewKeyed(l.FeedbackPerMinute),
+		redeem: ratelimit.NewKeyed(l.RedeemPerMinute)}
 }
 
 // clientIP is the address a request is limited by: the peer, or the

@@ -101,6 +101,12 @@ func (s *Server) authorize(acc access, h handlerFunc) handlerFunc {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request) error {
+		if isHostCredential(r) {
+			// Named, so that an operator who pasted it here learns why;
+			// never looked up, so it proves nothing on this API.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="skiff"`)
+			return errHostCredential
+		}
 		p, err := s.auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="skiff"`)

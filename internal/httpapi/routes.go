@@ -59,6 +59,14 @@ func (s *Server) routes() []route {
 		// Feedback (no auth; a valid token ties the report to its account).
 		{"POST", "/api/v1/feedback", public, s.feedbackSubmit},
 
+		// Bring-your-own-hardware hosts: a machine redeems its one-time
+		// code (no account); operators see the hosts.
+		{"POST", "/api/v1/fleet/enrollments/redeem", public, s.enrollmentRedeem},
+		{"GET", "/skiff-host", public, s.skiffHost},
+		{"GET", "/skiff-host/bin/{file}", public, s.skiffHostBin},
+		{"GET", "/api/v1/admin/hosts", admin, s.adminHosts},
+		{"GET", "/api/v1/admin/hosts/{id}", admin, s.adminHost},
+
 		// Account and billing.
 		{"GET", "/api/v1/account/balance", readOnly, s.balance},
 		{"GET", "/api/v1/account/ledger", readOnly, s.ledger},

@@ -14,6 +14,7 @@ import (
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/contact"
 	"github.com/skiffhq/skiff/internal/docsite"
+	"github.com/skiffhq/skiff/internal/enroll"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/metrics"
 	"github.com/skiffhq/skiff/internal/payment"
@@ -55,6 +56,12 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Limits are the public endpoints' rate limits; nil: DefaultLimits.
 	Limits *Limits
+	// Enroll redeems host enrollment codes and shows hosts to admins; nil:
+	// one over Store.
+	Enroll *enroll.Service
+	// HostBinary and RunscBinary are served to the host installer at
+	// /skiff-host/bin/ (this server's platform only); "" answers 404.
+	HostBinary, RunscBinary string
 }
 
 // Server serves the API.
@@ -78,7 +85,10 @@ type Server struct {
 	metrics      *metrics.Set
 	metricsToken string
 	contact      *contact.Service
-	docs         *docsite.Site
+	enroll       *enroll.Service
+
+	hostBinary, runscBinary string
+	docs                    *docsite.Site
 
 	trustedProxies []netip.Prefix
 	limits         limiters
@@ -98,9 +108,13 @@ func New(cfg Config) *Server {
 		limitAddress: ratelimit.NewKeyed(orDefault(cfg.AuthRatePerAddress, DefaultAuthRatePerAddress)),
 		limitIP:      ratelimit.NewKeyed(orDefault(cfg.AuthRatePerIP, DefaultAuthRatePerIP)),
 		streams:      cfg.Streams, metrics: cfg.Metrics, metricsToken: cfg.MetricsToken,
-		contact: cfg.Contact, trustedProxies: cfg.TrustedProxies}
+		contact: cfg.Contact, trustedProxies: cfg.TrustedProxies, enroll: cfg.Enroll,
+		hostBinary: cfg.HostBinary, runscBinary: cfg.RunscBinary}
 	s.streams.fill()
 	s.docs = newDocSite()
+	if s.enroll == nil {
+		s.enroll = enroll.New(cfg.Store, cfg.Clock)
+	}
 	if s.contact == nil {
 		s.contact = contact.New(cfg.Store, cfg.Clock)
 	}

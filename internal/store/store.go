@@ -59,4 +59,5 @@ type Querier interface {
 	ArtifactStore
 	RetentionStore
 	LeaseStore
+	HostStore
 }

@@ -1,0 +1,265 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agent/agenthttp"
+	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/build"
+	"github.com/skiffhq/skiff/internal/ociimage"
+	"github.com/skiffhq/skiff/internal/sandbox"
+	"github.com/skiffhq/skiff/internal/sandbox/gvisor"
+	"github.com/skiffhq/skiff/internal/sandbox/process"
+)
+
+// credentialFile is where `skiff host` keeps its identity, mode 0600.
+const credentialFile = "host-credential.json"
+
+// hostIdentity is what a host keeps from its redeem.
+type hostIdentity struct {
+	HostID     string `json:"host_id"`
+	Credential string `json:"credential"`
+	Name       string `json:"name"`
+}
+
+type remoteHostFlags struct {
+	controllers, code, dataDir string
+	cpus, memoryGB             float64
+	gpus, slots                int
+	runsc, driver              string
+	allowUnisolated            bool
+	leaseWait                  time.Duration
+	data                       dataFlags
+}
+
+func runHost(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("host --controller URL[,URL...] (--code cek_... | a credential in --data-dir) --data-dir DIR [--cpus N] [--memory-gb G] [--gpus K]",
+		"Runs a bring-your-own-hardware host: it redeems the enrollment code on its first start (the credential\n"+
+			"is kept in DIR/"+credentialFile+", mode 0600; later starts need no code), then only dials out to\n"+
+			"the controller: register, long-poll for work, run each attempt in a gVisor sandbox, report.\n"+
+			"Several --controller URLs (one PostgreSQL behind them) are tried in turn when one stops answering.\n"+
+			"See /docs/hosting.")
+	var f remoteHostFlags
+	fs.StringVar(&f.controllers, "controller", "", "controller URL(s), comma-separated (required)")
+	fs.StringVar(&f.code, "code", "", "one-time enrollment code (cek_...) for the first start")
+	fs.StringVar(&f.dataDir, "data-dir", "", "directory for the credential, image cache and attempts (required)")
+	fs.Float64Var(&f.cpus, "cpus", 0, "CPU cores lent to tasks (0: the whole machine)")
+	fs.Float64Var(&f.memoryGB, "memory-gb", 0, "memory in GiB lent to tasks (0: the whole machine)")
+	fs.IntVar(&f.gpus, "gpus", 0, "GPUs lent to tasks")
+	fs.IntVar(&f.slots, "slots", 0, "tasks run at once (0: one per lent CPU)")
+	fs.StringVar(&f.runsc, "runsc", build.DefaultRunscPath, "gVisor runsc")
+	fs.StringVar(&f.driver, "driver", "gvisor", "sandbox: gvisor, or process (NOT a sandbox; needs --allow-unisolated, tests only)")
+	fs.BoolVar(&f.allowUnisolated, "allow-unisolated", false, "let --driver=process run tasks unsandboxed")
+	fs.DurationVar(&f.leaseWait, "lease-wait", 0, "long-poll wait asked of the controller (0: the agent's default)")
+	f.data.register(fs)
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	if err := f.data.validate(); err != nil {
+		return err
+	}
+	urls := splitList(f.controllers)
+	if len(urls) == 0 || f.dataDir == "" {
+		fs.Usage()
+		return errors.New("--controller and --data-dir are required")
+	}
+	for i, u := range urls {
+		urls[i] = strings.TrimRight(u, "/")
+	}
+	dataDir, err := filepath.Abs(f.dataDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	log := slog.New(slog.NewJSONHandler(e.stderr, nil)).With("component", "host")
+
+	prof, err := agent.DetectProfile()
+	if err != nil {
+		log.Warn("measuring this machine", "err", err)
+	}
+	cpus, memGB := f.cpus, f.memoryGB
+	if cpus <= 0 {
+		cpus = float64(runtime.NumCPU())
+	}
+	if memGB <= 0 {
+		memGB = float64(prof.MemoryTotalMB) / 1024
+	}
+	id, err := hostCredential(ctx, dataDir, urls, f.code, &apiv1.RedeemRequest{CPUs: cpus, MemoryGB: memGB, GPUs: f.gpus}, prof, log)
+	if err != nil {
+		return err
+	}
+	log = log.With("host_id", id.HostID)
+
+	driver, err := remoteHostDriver(&f, dataDir, log)
+	if err != nil {
+		return err
+	}
+	// Reap what an earlier run of this host left: its sandboxes are
+	// stopped here, and the attempts they ran, absent from the first
+	// registration's running list, are declared lost by the controller and
+	// requeued free.
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	if err := driver.Cleanup(cctx); err != nil {
+		log.Warn("cleaning up after an earlier run", "err", err)
+	}
+	cancel()
+	for _, d := range []string{"work", "inputs"} {
+		_ = os.RemoveAll(filepath.Join(dataDir, d))
+	}
+	slots := f.slots
+	if slots <= 0 {
+		slots = max(1, int(cpus))
+	}
+	// The manifests' data sources are fetched once onto this host and its
+	// cache mounts kept here, as on the controller's own host.
+	dataSources, err := f.data.cache(filepath.Join(dataDir, "data"), log)
+	if err != nil {
+		return err
+	}
+	a, err := agent.New(agent.Config{
+		Controller:  agenthttp.NewFailover(urls, id.Credential),
+		DataSources: dataSources, CacheMountMaxBytes: gib(f.data.cacheMountsGB),
+		Driver:    driver,
+		Images:    &ociimage.Cache{Root: filepath.Join(dataDir, "images"), MountPoints: sandbox.MountPoints(), Logger: log},
+		WorkRoot:  filepath.Join(dataDir, "work"),
+		InputRoot: filepath.Join(dataDir, "inputs"),
+		CacheRoot: filepath.Join(dataDir, "cache"),
+		Slots:     slots,
+		Profile:   prof,
+		Capacity:  agentproto.Capacity{CPU: cpus, MemoryMB: int64(memGB * 1024), GPUs: f.gpus},
+		LeaseWait: f.leaseWait,
+		Logger:    log,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("host started", "controllers", urls, "cpus", cpus, "memory_gb", memGB, "gpus", f.gpus, "slots", slots, "driver", f.driver)
+	err = a.Run(ctx)
+	cctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if cerr := driver.Cleanup(cctx); cerr != nil {
+		log.Warn("cleaning up", "err", cerr)
+	}
+	if ctx.Err() != nil {
+		log.Info("host stopped")
+		return nil
+	}
+	return err
+}
+
+func remoteHostDriver(f *remoteHostFlags, dataDir string, log *slog.Logger) (sandbox.Driver, error) {
+	switch f.driver {
+	case "gvisor":
+		return gvisor.New(gvisor.Config{RunscPath: f.runsc, StateDir: filepath.Join(dataDir, "runsc"),
+			CgroupParent: "skiff-host-" + hostSuffix(dataDir), Logger: log})
+	case "process":
+		return process.New(process.Config{AllowUnisolated: f.allowUnisolated, Logger: log})
+	}
+	return nil, fmt.Errorf("unknown --driver %q: gvisor or process", f.driver)
+}
+
+// hostCredential reads the host's identity from its data dir, or redeems
+// code for one and keeps it there (mode 0600) before anything else.
+func hostCredential(ctx context.Context, dataDir string, urls []string, code string, req *apiv1.RedeemRequest,
+	prof agentproto.ResourceProfile, log *slog.Logger) (*hostIdentity, error) {
+	path := filepath.Join(dataDir, credentialFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		var id hostIdentity
+		if err := json.Unmarshal(b, &id); err != nil || id.Credential == "" {
+			return nil, fmt.Errorf("%s is not a host credential; remove it and enroll again with a new --code", path)
+		}
+		if code != "" {
+			log.Info("already enrolled: --code is not used", "path", path)
+		}
+		return &id, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if code == "" {
+		return nil, fmt.Errorf("no credential in %s: start with --code cek_... (from `skiff admin create-enrollment`)", path)
+	}
+	req.Code = code
+	req.Hostname, _ = os.Hostname()
+	req.Profile, _ = json.Marshal(prof)
+	red, err := redeem(ctx, urls, req)
+	if err != nil {
+		return nil, err
+	}
+	id := &hostIdentity{HostID: red.HostID, Credential: red.Credential, Name: red.Name}
+	out, _ := json.MarshalIndent(id, "", "  ")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, err
+	}
+	log.Info("enrolled", "host_id", id.HostID, "name", id.Name, "credential_file", path)
+	return id, nil
+}
+
+// redeem sends the code to the first controller that answers.
+func redeem(ctx context.Context, urls []string, req *apiv1.RedeemRequest) (*apiv1.RedeemResponse, error) {
+	body, _ := json.Marshal(req)
+	var errs []error
+	for _, u := range urls {
+		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u+"/api/v1/fleet/enrollments/redeem", bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		hr.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var out apiv1.RedeemResponse
+		var env struct {
+			Error             string `json:"error"`
+			RecommendedAction string `json:"recommended_action"`
+		}
+		dec := json.NewDecoder(resp.Body)
+		if resp.StatusCode == http.StatusCreated {
+			err = dec.Decode(&out)
+		} else {
+			_ = dec.Decode(&env)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusCreated {
+			return &out, err
+		}
+		return nil, fmt.Errorf("enrollment refused (%d): %s. %s", resp.StatusCode, env.Error, env.RecommendedAction)
+	}
+	return nil, fmt.Errorf("no controller answered: %w", errors.Join(errs...))
+}
+
+// selfPath is this binary, which the controller serves to the host
+// installer; "" when it cannot be found.
+func selfPath() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
+}

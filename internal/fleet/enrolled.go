@@ -1,0 +1,58 @@
+package fleet
+
+import (
+	"context"
+	"strings"
+
+	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// declaredShare bounds what a host says it has by the share it declared
+// at enrollment: a machine lends what its owner agreed to, whatever it
+// measures at its next start. A host not permitted GPU work lends no GPU.
+// The local host (enrolled nil) lends what it says.
+func declaredShare(c agentproto.Capacity, enrolled *store.Host) agentproto.Capacity {
+	if enrolled == nil {
+		return c
+	}
+	if c.CPU <= 0 || c.CPU > enrolled.CPUs {
+		c.CPU = enrolled.CPUs
+	}
+	if c.MemoryMB <= 0 || c.MemoryMB > enrolled.MemoryMB {
+		c.MemoryMB = enrolled.MemoryMB
+	}
+	c.GPUs = min(c.GPUs, enrolled.GPUs)
+	if !strings.Contains(enrolled.WorkKinds, "gpu") {
+		c.GPUs = 0
+	}
+	return c
+}
+
+// draining reports whether the host must take nothing new (its operator
+// drained it). Guarded by h.lease.
+func (h *host) draining() bool {
+	return h.enrolled != nil && h.enrolled.State != store.HostActive
+}
+
+// storeSeen records an enrolled host's last call in the store, for the
+// operator's listing, at most once per heartbeat interval: a lease that
+// answers at once (work to hand out) must not write on every call.
+func (c *Controller) storeSeen(ctx context.Context, h *host) {
+	if h.enrolled == nil {
+		return
+	}
+	now := c.clk.Now()
+	c.mu.Lock()
+	due := now.Sub(h.storedSeen) >= c.cfg.HeartbeatInterval/2
+	if due {
+		h.storedSeen = now
+	}
+	c.mu.Unlock()
+	if !due {
+		return
+	}
+	if err := c.st.HostSeen(ctx, h.id, now); err != nil {
+		c.log.Warn("record host last seen", "host_id", h.id, "err", err)
+	}
+}

@@ -1,0 +1,172 @@
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/agent/agenthttp"
+	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/auth"
+	"github.com/skiffhq/skiff/internal/enroll"
+	"github.com/skiffhq/skiff/internal/store"
+)
+
+// enrolled is a host that joined through an enrollment code, as `skiff
+// host` does: the operator makes the code, the host redeems it with its
+// declared share and then speaks the protocol with its credential. claims
+// is the capacity the host says it has at registration.
+func (s *scripted) enrolled(spec enroll.Spec, cpus, memoryGB float64, gpus int, claims agentproto.Capacity) (*scriptedHost, *enroll.Service) {
+	s.t.Helper()
+	svc := enroll.New(s.st, s.clk)
+	code, _, err := svc.CreateEnrollment(context.Background(), spec)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	red, err := svc.Redeem(context.Background(), &enroll.RedeemRequest{Code: code, CPUs: cpus, MemoryGB: memoryGB, GPUs: gpus, Hostname: "box"})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	h := &scriptedHost{s: s, id: red.Host.ID, ctl: &agenthttp.Client{BaseURL: s.url, Token: red.Credential},
+		capacity: claims, seq: map[string]int64{}, version: agentproto.ProtocolVersion}
+	h.register()
+	return h, svc
+}
+
+func wantStatus(t *testing.T, what string, err error, status int) {
+	t.Helper()
+	var se *agenthttp.StatusError
+	if !errors.As(err, &se) || se.StatusCode != status {
+		t.Fatalf("%s: %v, want status %d", what, err, status)
+	}
+}
+
+// An enrolled host lends its declared share, not what it says it has: a
+// task bigger than the share never reaches it, one that fits does. Its
+// last call is recorded for the operator.
+func TestScriptedEnrolledShareBoundsPlacement(t *testing.T) {
+	engines(t, func(t *testing.T, st store.Store) {
+		s := newScripted(t, st)
+		h, svc := s.enrolled(enroll.Spec{WorkKinds: "cpu", RatePercent: -1}, 1, 1, 2,
+			agentproto.Capacity{CPU: 8, MemoryMB: 32768, GPUs: 2, Slots: 4})
+		cpu2 := 2.0
+		big := s.submit(apiv1.JobSubmit{Requirements: &apiv1.JobRequirements{CPU: &cpu2}})
+		if got := h.lease(h.capacity, 0); len(got.Assignments) != 0 {
+			t.Fatalf("a host lending 1 CPU was given a 2-CPU task: %v", ids(got.Assignments))
+		}
+		mem := int64(2048)
+		s.submit(apiv1.JobSubmit{Requirements: &apiv1.JobRequirements{MemoryMB: &mem}})
+		if got := h.lease(h.capacity, 0); len(got.Assignments) != 0 {
+			t.Fatalf("a host lending 1 GiB was given a 2 GiB task: %v", ids(got.Assignments))
+		}
+		gpu := int64(1)
+		s.submit(apiv1.JobSubmit{Requirements: &apiv1.JobRequirements{GPUCount: &gpu}})
+		if got := h.lease(h.capacity, 0); len(got.Assignments) != 0 {
+			t.Fatalf("a host not permitted GPU work was given a GPU task: %v", ids(got.Assignments))
+		}
+		small := s.submit(apiv1.JobSubmit{})
+		got := h.lease(h.capacity, 0)
+		if len(got.Assignments) != 1 || got.Assignments[0].JobID != small.ID {
+			t.Fatalf("the host got %+v, want only the 1-CPU task", got.Assignments)
+		}
+		if s.job(big).Status != store.JobQueued {
+			t.Errorf("the 2-CPU job is %s, want still queued", s.job(big).Status)
+		}
+		rec, err := svc.Host(context.Background(), h.id)
+		if err != nil || rec.LastSeenAt.IsZero() {
+			t.Errorf("host record %+v, %v; want its last call recorded", rec, err)
+		}
+	})
+}
+
+// Credentials are of their kind: a user's API key does not authenticate the
+// host protocol; a drained host finishes what it runs and takes nothing
+// new; a removed host is refused at its very next request, and what it ran
+// is requeued free once its lease lapses.
+func TestScriptedDrainAndRemove(t *testing.T) {
+	engines(t, func(t *testing.T, st store.Store) {
+		s := newScripted(t, st)
+		key, _, err := auth.New(st, s.clk, auth.WalletConfig{}).CreateKey(context.Background(), "acme-user", store.RoleAdmin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		userHost := &agenthttp.Client{BaseURL: s.url, Token: key}
+		_, err = userHost.Register(context.Background(), &agentproto.RegisterRequest{ProtocolVersion: agentproto.ProtocolVersion,
+			Capacity: agentproto.Capacity{CPU: 1, MemoryMB: 1024, Slots: 1}})
+		wantStatus(t, "register with a user API key", err, http.StatusUnauthorized)
+
+		claims := agentproto.Capacity{CPU: 2, MemoryMB: 4096, Slots: 2}
+		a, svc := s.enrolled(enroll.Spec{}, 2, 4, 0, claims)
+		b, _ := s.enrolled(enroll.Spec{}, 2, 4, 0, claims)
+		j1 := s.submit(apiv1.JobSubmit{})
+		got := a.lease(a.capacity, 0)
+		if len(got.Assignments) != 1 {
+			t.Fatalf("a got %d assignments, want 1", len(got.Assignments))
+		}
+		running := got.Assignments[0].AttemptID
+		a.report(running, agentproto.EventStarted, nil)
+		if _, err := svc.Drain(context.Background(), a.id); err != nil {
+			t.Fatal(err)
+		}
+		j2 := s.submit(apiv1.JobSubmit{})
+		if got := a.lease(a.capacity, 0); len(got.Assignments) != 0 {
+			t.Fatalf("a drained host was given %v", ids(got.Assignments))
+		}
+		if got := b.lease(b.capacity, 0); len(got.Assignments) != 1 || got.Assignments[0].JobID != j2.ID {
+			t.Fatalf("the active host got %+v, want the new job's task", got.Assignments)
+		}
+		// The drained host's attempt finishes and is billed as usual.
+		s.clk.Advance(time.Second)
+		a.report(running, agentproto.EventFinished, &agentproto.Outcome{ExitCode: 0, StartedAt: s.clk.Now().Add(-time.Second),
+			EndedAt: s.clk.Now(), Result: []byte(`{"ok":true}`)})
+		if got := s.job(j1); got.Status != store.JobCompleted {
+			t.Fatalf("the drained host's job is %s, want completed", got.Status)
+		}
+
+		// b runs a task, then is removed: refused at once.
+		j3 := s.submit(apiv1.JobSubmit{})
+		got = b.lease(b.capacity, 0)
+		if len(got.Assignments) != 1 || got.Assignments[0].JobID != j3.ID {
+			t.Fatalf("b got %+v, want j3's task", got.Assignments)
+		}
+		orphan := got.Assignments[0].AttemptID
+		if _, err := svc.Remove(context.Background(), b.id); err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.leaseErr(b.capacity, 0)
+		wantStatus(t, "lease of a removed host", err, http.StatusUnauthorized)
+		err = b.ctl.Report(context.Background(), &agentproto.AttemptEvent{AttemptID: orphan, HostID: b.id, Seq: 1,
+			Kind: agentproto.EventStarted, At: s.clk.Now()})
+		wantStatus(t, "event of a removed host", err, http.StatusUnauthorized)
+		_, err = b.ctl.Register(context.Background(), &agentproto.RegisterRequest{ProtocolVersion: agentproto.ProtocolVersion, Capacity: claims})
+		wantStatus(t, "register of a removed host", err, http.StatusUnauthorized)
+
+		// Its attempt is requeued free once its lease lapses; a new host
+		// (the drained one is still draining) is needed to run it.
+		c, _ := s.enrolled(enroll.Spec{}, 2, 4, 0, claims)
+		for range 4 {
+			s.clk.Advance(scriptedHeartbeat)
+			c.lease(agentproto.Capacity{}, 0)
+			a.lease(a.capacity, 0)
+		}
+		if err := s.ctrl.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// b ran j2's and j3's tasks: both are requeued.
+		got = c.lease(c.capacity, 0)
+		jobs := map[string]bool{}
+		for _, asg := range got.Assignments {
+			jobs[asg.JobID] = true
+		}
+		if len(got.Assignments) != 2 || !jobs[j2.ID] || !jobs[j3.ID] {
+			t.Fatalf("the new host got %v, want j2's and j3's requeued tasks", ids(got.Assignments))
+		}
+		atts := s.attempts(j3)
+		if len(atts) != 2 || atts[0].Status != store.AttemptLost || atts[0].CostMicros != 0 || atts[0].BilledSeconds != 0 {
+			t.Fatalf("j3's attempts %s; want the removed host's lost and unbilled", attemptsString(atts))
+		}
+	})
+}

@@ -165,12 +165,23 @@ func exitedCleanly(o *sandbox.Outcome) bool {
 // run starts `runsc run`, supervises it and returns the outcome without the
 // result and artifacts.
 func (d *Driver) run(ctx context.Context, spec *sandbox.Spec, bundle, network string, log *slog.Logger) (*sandbox.Outcome, error) {
+	logPath := filepath.Join(bundle, "runsc.log")
+	return d.supervised(ctx, spec, bundle, "run", d.runsc.runArgs(network, bundle, logPath, spec.AttemptID), logPath, log,
+		func(exited <-chan struct{}, abandon context.CancelFunc) sandbox.Stopper {
+			return &stopper{d: d, id: spec.AttemptID, exited: exited, abandon: abandon}
+		})
+}
+
+// supervised runs `runsc <verb> args...` (run for a cold start, exec in a
+// warm sandbox) under the timeout and stop escalation, and returns the
+// outcome without the result and artifacts; logPath is runsc's log, read
+// for the reason a sandbox failed.
+func (d *Driver) supervised(ctx context.Context, spec *sandbox.Spec, bundle, verb string, args []string, logPath string,
+	log *slog.Logger, stopperFor func(exited <-chan struct{}, abandon context.CancelFunc) sandbox.Stopper) (*sandbox.Outcome, error) {
 	// runsc is not tied to ctx: cancellation goes through the SIGTERM/SIGKILL
 	// escalation, and only if that fails is the process group killed.
 	procCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
 	defer abandon()
-	logPath := filepath.Join(bundle, "runsc.log")
-	args := d.runsc.runArgs(network, bundle, logPath, spec.AttemptID)
 	cmd := exec.CommandContext(procCtx, d.cfg.RunscPath, args...)
 	// Its own process group, so that abandoning it kills runsc's helpers too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -186,9 +197,9 @@ func (d *Driver) run(ctx context.Context, spec *sandbox.Spec, bundle, network st
 	}
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("gvisor: start runsc: %w", err)
+		return nil, fmt.Errorf("gvisor: start runsc %s: %w", verb, err)
 	}
-	log.Debug("sandbox started", "pid", cmd.Process.Pid)
+	log.Debug("sandbox started", "verb", verb, "pid", cmd.Process.Pid)
 	exited := make(chan struct{})
 	var waitErr error
 	go func() {
@@ -200,19 +211,19 @@ func (d *Driver) run(ctx context.Context, spec *sandbox.Spec, bundle, network st
 		Grace:    d.cfg.Grace,
 		KillWait: d.cfg.KillWait,
 		Logger:   log,
-	}, &stopper{d: d, id: spec.AttemptID, exited: exited, abandon: abandon})
+	}, stopperFor(exited, abandon))
 	ended := time.Now()
 
 	code, err := sandbox.ExitCode(cmd.ProcessState, waitErr)
 	if err != nil {
-		return nil, fmt.Errorf("gvisor: runsc run: %w", err)
+		return nil, fmt.Errorf("gvisor: runsc %s: %w", verb, err)
 	}
 	out := sandbox.NewOutcome(code, reason, started, ended)
 	if out.SandboxError, err = runscErrors(logPath); err != nil {
 		log.Warn("read runsc log", "err", err)
 	}
 	out.StartFailed = startFailure(out.SandboxError)
-	log.Debug("sandbox exited", "exit_code", code, "stop", reason.String(), "duration", ended.Sub(started))
+	log.Debug("sandbox exited", "verb", verb, "exit_code", code, "stop", reason.String(), "duration", ended.Sub(started))
 	return out, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -75,44 +74,12 @@ func (d *Driver) runWarm(ctx context.Context, spec *sandbox.Spec, s *warmSlot, b
 // exec starts the runner in the warm sandbox with `runsc exec`, supervises
 // it like `runsc run` and returns the outcome without result and artifacts.
 func (d *Driver) exec(ctx context.Context, spec *sandbox.Spec, s *warmSlot, bundle, process string, log *slog.Logger) (*sandbox.Outcome, error) {
-	procCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
-	defer abandon()
 	logPath := filepath.Join(bundle, "exec.log")
 	pidFile := filepath.Join(bundle, "runner.pid")
-	cmd := exec.CommandContext(procCtx, d.cfg.RunscPath, d.runsc.execArgs(process, logPath, pidFile, s.id)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = d.cfg.WaitDelay
-	cmd.Stdout, cmd.Stderr = spec.Stdout, spec.Stderr
-	cmd.Dir = bundle
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("gvisor: not started: %w", err)
-	}
-	started := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("gvisor: start runsc exec: %w", err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	stop := &warmStopper{d: d, s: s, pidFile: pidFile, exited: exited, abandon: abandon}
-	reason := sandbox.Supervise(ctx, exited, sandbox.Escalation{
-		Timeout: spec.Timeout, Grace: d.cfg.Grace, KillWait: d.cfg.KillWait, Logger: log,
-	}, stop)
-	ended := time.Now()
-	code, err := sandbox.ExitCode(cmd.ProcessState, waitErr)
-	if err != nil {
-		return nil, fmt.Errorf("gvisor: runsc exec: %w", err)
-	}
-	out := sandbox.NewOutcome(code, reason, started, ended)
-	if out.SandboxError, err = runscErrors(logPath); err != nil {
-		log.Warn("read runsc log", "err", err)
-	}
-	out.StartFailed = startFailure(out.SandboxError)
-	return out, nil
+	return d.supervised(ctx, spec, bundle, "exec", d.runsc.execArgs(process, logPath, pidFile, s.id), logPath, log,
+		func(exited <-chan struct{}, abandon context.CancelFunc) sandbox.Stopper {
+			return &warmStopper{d: d, s: s, pidFile: pidFile, exited: exited, abandon: abandon}
+		})
 }
 
 // warmStopper signals a warm sandbox's runner, which is not the sandbox's

@@ -17,9 +17,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/cli"
-	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
-	"github.com/skiffhq/skiff/openapi"
 )
 
 // asSkiff makes the test binary act as the skiff binary: tests start it as
@@ -226,7 +224,7 @@ func (s *server) wait(t *testing.T, timeout time.Duration) int {
 // client is a validating API client for the server, with token.
 func (s *server) client(t *testing.T, token string) *apitest.Client {
 	t.Helper()
-	c, err := apitest.LoadContract(openapi.Document, httpapi.New(httpapi.Config{}).Routes())
+	c, err := apitest.ServiceContract()
 	if err != nil {
 		t.Fatal(err)
 	}

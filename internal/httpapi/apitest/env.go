@@ -31,7 +31,6 @@ import (
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/testlog"
-	"github.com/skiffhq/skiff/openapi"
 )
 
 // Epoch is where the fake clock of an Env starts.
@@ -197,7 +196,7 @@ func Start(t testing.TB, opts Options) *Env {
 		TrustedProxies: opts.TrustedProxies, Limits: opts.Limits, Artifacts: e.Artifacts,
 	})
 	e.Server.SetCoreStarted(true)
-	c, err := LoadContract(openapi.Document, e.Server.Routes())
+	c, err := ServiceContract()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,12 +22,15 @@ const (
 	dutyFleetSweep = "fleet-sweep" // orphaned attempts of hosts alive nowhere
 	dutySweeps     = "sweeps"      // artifact grace and job retention
 	dutyPayments   = "payments"    // finishing settlements left pending
+	dutyPriceFeed  = "price-feed"  // polling --price-feed-url
 )
 
 // duties is how this controller shares singleton work with the others on
 // its store: leases on PostgreSQL, everything here on SQLite.
 type duties struct {
 	runner *duty.Runner
+	// shared is set when other controllers may share the store.
+	shared bool
 	// presence shares which hosts are alive; nil with one controller.
 	presence fleet.Presence
 }
@@ -39,6 +42,7 @@ func newDuties(db store.Store, shared bool, ttl time.Duration, clk clock.Clock, 
 	holder := controllerName()
 	log.Info("sharing duties with the other controllers on the store", "holder", holder, "lease", ttl.String())
 	return &duties{
+		shared:   true,
 		runner:   duty.New(duty.Config{Leases: db, Holder: holder, Clock: clk, TTL: ttl, Log: log}),
 		presence: &duty.Presence{Store: db, Holder: holder, Prefix: "host:"},
 	}

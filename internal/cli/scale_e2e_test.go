@@ -6,16 +6,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/artifact/s3test"
 	"github.com/skiffhq/skiff/internal/build/buildtest"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
@@ -94,12 +97,24 @@ func TestScaleOutKill9(t *testing.T) {
 	}
 	defer db.Close()
 
+	// The price feed is polled by the holder of the price-feed duty only;
+	// the others follow the table it shares through the store.
+	var polls atomic.Int64
+	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		polls.Add(1)
+		_ = json.NewEncoder(w).Encode(map[string]int64{"cpu_core_hour_micros": 100_000, "memory_gb_hour_micros": 10_000,
+			"gpu_hour_micros": 1_000_000, "dedicated_percent": 120})
+	}))
+	t.Cleanup(feed.Close)
+	began := time.Now()
+
 	ctls := make([]*controller, 3)
 	for i := range ctls {
 		dir := buildtest.DataDir(t)
 		ctls[i] = &controller{name: string(rune('A' + i)), dir: dir,
 			args: []string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--host-slots", "2",
 				"--duty-lease", "3s", "--host-heartbeat", "2s",
+				"--price-feed-url", feed.URL + "/rates", "--price-feed-interval", "10s",
 				"--artifact-store", "s3://" + bucket + "/skiff", "--s3-endpoint", s3.Endpoint},
 			env: append([]string{"SKIFF_DATABASE_URL=" + url}, s3.Env()...)}
 	}
@@ -287,6 +302,20 @@ func TestScaleOutKill9(t *testing.T) {
 		t.Error("no controller fetched the image from the blob store: only the builder's hosts ran tasks?")
 	}
 	checkMoney(t, db, ids)
+	for _, c := range ctls {
+		var l apiv1.PresetList
+		c.srv.client(t, key).Get(t, "/api/v1/presets").JSON(t, http.StatusOK, &l)
+		if l.Pricing.MarketRates.CPUCoreHourUSD != 100_000 || l.Pricing.DedicatedPercent != 120 {
+			t.Errorf("controller %s prices at %+v, not the feed's rates", c.name, l.Pricing)
+		}
+	}
+	// One poller at a time: a poll per interval, plus one at once by each
+	// new holder (two kills, the start) and slack for a poll under way.
+	if n, most := polls.Load(), int64(time.Since(began)/(10*time.Second))+6; n > most {
+		t.Errorf("the price feed was polled %d times in %s; one poller at a time polls at most %d", n, time.Since(began).Round(time.Second), most)
+	} else {
+		t.Logf("the price feed was polled %d times in %s", n, time.Since(began).Round(time.Second))
+	}
 	seen := ended.wait(t, ids, time.Minute)
 	t.Logf("%d jobs over 3 controllers; the stream on %s saw %d of them end", len(ids), watcher.name, seen)
 	for _, c := range ctls {

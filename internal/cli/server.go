@@ -173,7 +173,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	duties := newDuties(db, f.databaseURL != "", f.dutyLease, clk, log.With("component", "duties"))
 	authSvc := auth.New(db, clk, auth.WalletConfig{PublicURL: payCfg.PublicURL, Policy: walletPolicy})
 	payments := startPayments(ctx, log, payCfg, db, clk, duties)
-	prices, err := f.rates.source(ctx, log.With("component", "billing"))
+	prices, err := f.rates.source(ctx, log.With("component", "billing"), duties, db)
 	if err != nil {
 		return err
 	}

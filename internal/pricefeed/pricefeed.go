@@ -18,6 +18,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/store"
 )
 
 var _ billing.PriceSource = (*Feed)(nil)
@@ -39,7 +40,20 @@ type Config struct {
 	Clock clock.Clock
 	// Log receives failed polls. Default: discarded.
 	Log *slog.Logger
+	// Shared, when set, is where the controller polling the feed (the one
+	// holding the price-feed duty) leaves each good table for the other
+	// controllers on the database, which Follow it.
+	Shared Shared
 }
+
+// Shared is the store's table of values shared between controllers.
+type Shared interface {
+	SharedValuePut(ctx context.Context, name string, value []byte, at time.Time) error
+	SharedValueGet(ctx context.Context, name string) (*store.SharedValue, error)
+}
+
+// sharedName is the shared value holding the last good table.
+const sharedName = "price_feed.rates"
 
 // Feed keeps the last good rate table of a feed: until the first good
 // answer it gives the fallback, and a failing or invalid answer never
@@ -141,9 +155,65 @@ func (f *Feed) Poll(ctx context.Context) error {
 		return err
 	}
 	now := f.cfg.Clock.Now()
+	f.adopt(r, now)
+	if f.cfg.Shared != nil {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode rates: %w", err)
+		}
+		if err := f.cfg.Shared.SharedValuePut(ctx, sharedName, b, now); err != nil {
+			return fmt.Errorf("share rates: %w", err)
+		}
+	}
+	return nil
+}
+
+// adopt makes r the current table unless a newer one is current already.
+func (f *Feed) adopt(r billing.Rates, at time.Time) bool {
 	f.mu.Lock()
-	f.current, f.good, f.updated = r, true, now
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	if f.good && at.Before(f.updated) {
+		return false
+	}
+	f.current, f.good, f.updated = r, true, at
+	return true
+}
+
+// Follow adopts the table the polling controller shared, at once and then
+// every interval until ctx is done: every controller charges the same
+// rates, and a feed's outage never makes one of them fall back alone.
+func (f *Feed) Follow(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := f.Refresh(ctx); err != nil && ctx.Err() == nil {
+			f.cfg.Log.Warn("read the shared price table; keeping the last good rates", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Refresh adopts the shared table once, when it is newer than the current.
+func (f *Feed) Refresh(ctx context.Context) error {
+	v, err := f.cfg.Shared.SharedValueGet(ctx, sharedName)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // no controller has had a good answer yet
+	}
+	if err != nil {
+		return err
+	}
+	var r billing.Rates
+	if err := json.Unmarshal(v.Value, &r); err != nil {
+		return fmt.Errorf("decode shared rates: %w", err)
+	}
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("shared rates: %w", err)
+	}
+	f.adopt(r, v.UpdatedAt)
 	return nil
 }
 

@@ -60,4 +60,5 @@ type Querier interface {
 	RetentionStore
 	LeaseStore
 	HostStore
+	SharedValueStore
 }

@@ -61,6 +61,9 @@ func Run(t *testing.T, newStore Factory) {
 	for name, fn := range leaseTests {
 		tests[name] = fn
 	}
+	for name, fn := range sharedValueTests {
+		tests[name] = fn
+	}
 	for name, fn := range hostTests {
 		tests[name] = fn
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -84,7 +85,7 @@ func (f *paymentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.assetVersion, "x402-asset-version", payment.DefaultAssetVersion, "the token's EIP-712 domain version (env SKIFF_X402_ASSET_VERSION)")
 	fs.StringVar(&f.payTo, "x402-pay-to", "", "address that receives payments (env SKIFF_X402_PAY_TO)")
 	fs.DurationVar(&f.quoteTTL, "quote-ttl", payment.DefaultQuoteTTL, "how long a top-up quote can be paid, 10s to 24h (env SKIFF_QUOTE_TTL)")
-	fs.StringVar(&f.rpcURL, "x402-rpc-url", "", "JSON-RPC URL of a node of --x402-network, asked whether a payment went through when the facilitator's answer was lost (a crash between its settlement and the credit); never logged (env SKIFF_X402_RPC_URL)")
+	fs.StringVar(&f.rpcURL, "x402-rpc-url", "", "JSON-RPC URL of a node of --x402-network, asked whether a payment went through when the facilitator's answer was lost (a crash between its settlement and the credit); required when payments are on; never logged (env SKIFF_X402_RPC_URL)")
 	fs.StringVar(&f.realm, "mpp-realm", "", "MPP realm, bound into every MPP payment; default the host of --public-url (env SKIFF_MPP_REALM)")
 }
 
@@ -105,6 +106,13 @@ func (f *paymentFlags) config(listen string) (payment.Config, *auth.WalletPolicy
 	cfg.Fill()
 	if err := cfg.Validate(); err != nil {
 		return cfg, nil, fmt.Errorf("payments: %w", err)
+	}
+	if cfg.Enabled() && cfg.RPCURL == "" {
+		// Without a node a crash between the facilitator's settlement and
+		// the credit would leave a payer charged and not credited: the
+		// facilitator cannot say afterwards that it settled, only the chain.
+		return cfg, nil, errors.New("payments: --x402-rpc-url (env SKIFF_X402_RPC_URL) is required when payments are on: " +
+			"give a JSON-RPC URL of a node of --x402-network, asked whether a payment went through when the facilitator's answer was lost")
 	}
 	if f.ratePerAddress < 1 || f.ratePerIP < 1 {
 		return cfg, nil, fmt.Errorf("--auth-rate-per-address and --auth-rate-per-ip must be at least 1 per minute")

@@ -26,6 +26,8 @@ func TestServerPaymentFlagErrors(t *testing.T) {
 		{"facilitator without pay-to", []string{"--x402-facilitator-url", "http://127.0.0.1:1"}, nil, "set both or neither"},
 		{"bad pay-to", []string{"--x402-facilitator-url", "http://127.0.0.1:1", "--x402-pay-to", "0x12"}, nil, "--x402-pay-to"},
 		{"bad facilitator url", []string{"--x402-facilitator-url", "ftp://x", "--x402-pay-to", payTo}, nil, "--x402-facilitator-url"},
+		{"payments without a chain node", []string{"--x402-facilitator-url", "http://127.0.0.1:1", "--x402-pay-to", payTo}, nil, "--x402-rpc-url (env SKIFF_X402_RPC_URL) is required"},
+		{"bad chain node url", []string{"--x402-facilitator-url", "http://127.0.0.1:1", "--x402-pay-to", payTo, "--x402-rpc-url", "ftp://sekrit"}, nil, "--x402-rpc-url"},
 		{"bad network", []string{"--x402-network", "solana:1"}, nil, "--x402-network"},
 		{"bad asset", []string{"--x402-asset", "USDC"}, nil, "--x402-asset"},
 		{"bad public url", []string{"--public-url", "skiff.example.com"}, nil, "--public-url"},

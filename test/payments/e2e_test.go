@@ -234,7 +234,8 @@ func (h *harness) startServerAt(t *testing.T, port int, dataDir string, extra ..
 	args := append([]string{"server", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", dataDir,
 		"--no-local-host", "--public-url", base,
 		"--x402-facilitator-url", fmt.Sprintf("http://127.0.0.1:%d", h.facPort),
-		"--x402-network", fmt.Sprintf("eip155:%d", chainID), "--x402-asset", h.token, "--x402-pay-to", payeeAddr}, extra...)
+		"--x402-network", fmt.Sprintf("eip155:%d", chainID), "--x402-asset", h.token, "--x402-pay-to", payeeAddr,
+		"--x402-rpc-url", h.rpc}, extra...)
 	p, stdout := start(t, h.root, nil, h.bin, args...)
 	go func() { _, _ = io.Copy(io.Discard, stdout) }() // it logs to stderr
 	deadline := time.Now().Add(60 * time.Second)
@@ -716,11 +717,12 @@ func TestPaymentsEndToEnd(t *testing.T) {
 	// settled payment's transaction) and credits it exactly once; the
 	// payer's retry is a replay.
 	t.Run("killed_between_settle_and_credit", func(t *testing.T) {
-		// --x402-rpc-url: the reference facilitator answers a repeated
-		// settle of an executed payment with nonce_already_used, so only
-		// the chain can say that it went through.
-		port, data, rpc := freePort(t), t.TempDir(), "--x402-rpc-url="+h.rpc
-		srv, base := h.startServerAt(t, port, data, rpc)
+		// The reference facilitator answers a repeated settle of an
+		// executed payment with nonce_already_used, so only the chain
+		// (--x402-rpc-url, which every server here has) can say that it
+		// went through.
+		port, data := freePort(t), t.TempDir()
+		srv, base := h.startServerAt(t, port, data)
 		saved := h.base
 		h.base = base
 		defer func() { h.base = saved }()
@@ -762,7 +764,7 @@ func TestPaymentsEndToEnd(t *testing.T) {
 		// Restarted on the same data: the intent recorded before the
 		// facilitator was called is settled again and credited, before
 		// the payer comes back.
-		h.startServerAt(t, port, data, rpc)
+		h.startServerAt(t, port, data)
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			n, sum := h.ledgerTotal(t, tok, "x402_topup")

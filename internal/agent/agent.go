@@ -137,6 +137,7 @@ type Agent struct {
 	clk clock.Clock
 
 	inputs       *inputCache
+	images       *imageFetches
 	cacheMounts  *cacheMounts
 	inputFetches atomic.Int64 // input fetches that went to the controller
 
@@ -206,6 +207,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	return &Agent{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, running: make(map[string]*attempt),
 		inputs:      &inputCache{dir: cfg.InputRoot},
+		images:      &imageFetches{root: strings.TrimRight(cfg.WorkRoot, "/") + "-images", log: cfg.Logger},
 		cacheMounts: &cacheMounts{root: cfg.CacheMountRoot, maxBytes: cfg.CacheMountMaxBytes, log: cfg.Logger, inUse: map[string]int{}}}, nil
 }
 

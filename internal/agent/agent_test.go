@@ -428,16 +428,19 @@ func TestAgentProcess(t *testing.T) {
 		}
 	})
 
-	t.Run("url image is a host error", func(t *testing.T) {
+	t.Run("an image the host cannot get is a host error", func(t *testing.T) {
 		t.Parallel()
 		fc := newFakeController(t)
 		startAgent(t, fc, processDriver(t), img)
 		asg := assignment(t, img, sandboxtest.Payload{})
-		asg.ImageLayoutDir, asg.ImageURL = "", "https://example.invalid/image"
+		// An image this host has not unpacked, by URL from a controller
+		// that does not serve it.
+		asg.ImageDigest = "sha256:" + strings.Repeat("0", 64)
+		asg.ImageLayoutDir, asg.ImageURL = "", "/agent/v1/attempts/"+asg.AttemptID+"/image"
 		fc.assign(asg)
 		o, _ := fc.finished(asg.AttemptID)
-		if o.HostError == "" {
-			t.Errorf("host error: got none, want one for the unsupported URL")
+		if o.HostError == "" || !strings.Contains(o.HostError, "image") {
+			t.Errorf("host error: got %q, want one about the image", o.HostError)
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/sandbox"
 )
 
@@ -109,13 +110,16 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 	if !sandbox.ValidAttemptID(asg.ProjectID) {
 		return nil, fmt.Errorf("invalid project id %q", asg.ProjectID)
 	}
-	if asg.ImageLayoutDir == "" {
-		if asg.ImageURL != "" {
-			return nil, errors.New("fetching images by URL is not implemented on this host")
-		}
-		return nil, errors.New("assignment names no image layout")
+	var img *ociimage.Image
+	var err error
+	switch {
+	case asg.ImageLayoutDir != "":
+		img, err = cfg.Images.Unpack(ctx, asg.ImageLayoutDir, asg.ImageDigest)
+	case asg.ImageURL != "":
+		img, err = at.a.images.prepare(ctx, cfg.Controller, cfg.Images, asg.ImageDigest, asg.ImageURL)
+	default:
+		err = errors.New("assignment names no image")
 	}
-	img, err := cfg.Images.Unpack(ctx, asg.ImageLayoutDir, asg.ImageDigest)
 	if err != nil {
 		return nil, fmt.Errorf("prepare image: %w", err)
 	}

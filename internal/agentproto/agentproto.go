@@ -59,7 +59,11 @@ import (
 //     data cache and mounts read-only, and its cache mounts, which it
 //     mounts writable from a per-project directory kept between tasks.
 //     Tasks of revisions with either go only to hosts of version 4.
-const ProtocolVersion = 4
+//   - 5: a host the controller does not share a filesystem with (an
+//     enrolled host) gets its image by URL (Assignment.ImageURL,
+//     AttemptImageURLPath): the OCI layout as a tar stream, which it
+//     verifies blob by blob and caches by digest.
+const ProtocolVersion = 5
 
 // MinProtocolVersion is the oldest version the controller still accepts,
 // so that hosts can be upgraded one at a time. The controller answers a
@@ -84,6 +88,13 @@ const (
 // attempt (version 3).
 func AttemptInputURLPath(attemptID, artifactID string) string {
 	return AttemptEventsPath + attemptID + "/inputs/" + artifactID
+}
+
+// AttemptImageURLPath is where a host fetches the image of an attempt it
+// was assigned (version 5): the image's OCI layout as an uncompressed tar
+// stream (oci-layout, index.json, blobs/sha256/<hex>).
+func AttemptImageURLPath(attemptID string) string {
+	return AttemptEventsPath + attemptID + "/image"
 }
 
 // AttemptArtifactsURLPath is where a host uploads an attempt's files

@@ -130,6 +130,14 @@ func TestHostsEndToEnd(t *testing.T) {
 	if len(workers) != 2 {
 		t.Errorf("fan-out ran on %v, want both hosts", workers)
 	}
+	// Enrolled hosts share no filesystem with the controller as far as it
+	// knows: each fetched the image over the host protocol, checked it and
+	// unpacked it once.
+	for name, p := range procs {
+		if n := strings.Count(p.logText(), `"msg":"image fetched from the controller"`); n != 1 {
+			t.Errorf("host %s fetched the image %d times, want once", name, n)
+		}
+	}
 
 	// kill -9 the host that runs a task: lost, requeued on the other,
 	// unbilled.
@@ -202,5 +210,17 @@ func TestHostsEndToEnd(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("lease with a removed host's credential: %d, want 401", resp.StatusCode)
+	}
+	// Nor does it fetch images: the credential is refused before the
+	// attempt is looked at (the public API does not show attempt ids).
+	req, _ = http.NewRequest("GET", srv.URL+"/agent/v1/attempts/att_any/image", nil)
+	req.Header.Set("Authorization", "Bearer "+id.Credential)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("image with a removed host's credential: %d, want 401", resp.StatusCode)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -240,15 +239,16 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 	if err != nil {
 		return nil, err
 	}
-	hex, ok := strings.CutPrefix(rs.ImageDigest, "sha256:")
-	if !ok {
+	if !strings.HasPrefix(rs.ImageDigest, "sha256:") {
 		return nil, fmt.Errorf("revision of job %s has no image digest", t.JobID)
 	}
-	layoutDir := filepath.Join(c.cfg.ImagesDir, hex)
-	if c.cfg.Images != nil {
-		if layoutDir, err = c.cfg.Images.Layout(ctx, rs.ImageDigest); err != nil {
-			return nil, err
-		}
+	// A host of its own machine (enrolled) fetches the image over the
+	// protocol; the controller's own host reads the layout in place.
+	var layoutDir, imageURL string
+	if h.enrolled != nil && h.protocol >= 5 {
+		imageURL = agentproto.AttemptImageURLPath(a.ID)
+	} else if layoutDir, err = c.layoutOf(ctx, rs.ImageDigest); err != nil {
+		return nil, err
 	}
 	payload, err := c.jobs.AttemptPayload(ctx, rs, t, a)
 	if err != nil {
@@ -269,7 +269,7 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 	}
 	return &agentproto.Assignment{
 		AttemptID: a.ID, TaskID: t.ID, JobID: t.JobID, ProjectID: rs.Job.ProjectID,
-		ImageDigest: rs.ImageDigest, ImageLayoutDir: layoutDir,
+		ImageDigest: rs.ImageDigest, ImageLayoutDir: layoutDir, ImageURL: imageURL,
 		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: payload,
 		CPU: t.CPU, MemoryMB: t.MemoryMB, TimeoutS: int(rs.Request.TimeoutS), Inputs: inputs,
 		DataSources: sources, CacheMounts: caches,

@@ -27,6 +27,9 @@ type AgentController interface {
 	// outputs (protocol 3).
 	OpenInput(ctx context.Context, token, attemptID, artifactID string) (io.ReadCloser, *store.Artifact, error)
 	ReceiveArtifact(ctx context.Context, token, attemptID, path, kind string, body io.Reader, contentLength int64) (*agentproto.UploadedArtifact, error)
+	// OpenImage streams an attempt's image as the tar of its OCI layout
+	// (protocol 5).
+	OpenImage(ctx context.Context, token, attemptID string) (io.ReadCloser, error)
 }
 
 // AgentHandler serves agentproto's endpoints. They are not part of the
@@ -78,6 +81,19 @@ func AgentHandler(c AgentController, log *slog.Logger) http.Handler {
 		}
 		if _, err := io.Copy(w, rc); err != nil {
 			log.Warn("input download cut short", "attempt_id", r.PathValue("id"), "artifact_id", art.ID, "err", err)
+		}
+	})
+	mux.HandleFunc("GET "+agentproto.AttemptEventsPath+"{id}/image", func(w http.ResponseWriter, r *http.Request) {
+		rc, err := c.OpenImage(r.Context(), hostToken(r), r.PathValue("id"))
+		if err != nil {
+			a.answer(w, r, nil, err)
+			return
+		}
+		defer rc.Close()
+		w.Header().Set("Content-Type", "application/x-tar")
+		if _, err := io.Copy(w, rc); err != nil {
+			// The host verifies every blob and fetches again.
+			log.Warn("image download cut short", "attempt_id", r.PathValue("id"), "err", err)
 		}
 	})
 	mux.HandleFunc("POST "+agentproto.AttemptEventsPath+"{id}/artifacts", func(w http.ResponseWriter, r *http.Request) {

@@ -146,6 +146,30 @@ func (c *Client) FetchInput(ctx context.Context, attemptID string, in agentproto
 	return nil
 }
 
+var _ agent.ImageTransfer = (*Client)(nil)
+
+// FetchImage streams an attempt's image, the tar of its OCI layout, from
+// urlPath on the controller (Assignment.ImageURL: a path, so that a host
+// failing over to another controller fetches from that one).
+func (c *Client) FetchImage(ctx context.Context, urlPath string, w io.Writer) error {
+	if !strings.HasPrefix(urlPath, "/") {
+		return fmt.Errorf("image URL %q: want a path on the controller", urlPath)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.BaseURL, "/")+urlPath, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("read image: %w", err)
+	}
+	return nil
+}
+
 // UploadArtifact streams one file of an attempt to the controller.
 func (c *Client) UploadArtifact(ctx context.Context, p *agent.UploadParams) (*agentproto.UploadedArtifact, error) {
 	q := url.Values{"path": {p.Path}, "kind": {p.Kind}}

@@ -33,6 +33,7 @@ func NewFailover(baseURLs []string, token string) *Failover {
 var (
 	_ agent.Controller       = (*Failover)(nil)
 	_ agent.ArtifactTransfer = (*Failover)(nil)
+	_ agent.ImageTransfer    = (*Failover)(nil)
 )
 
 // current is the controller in use.
@@ -88,4 +89,11 @@ func (f *Failover) UploadArtifact(ctx context.Context, p *agent.UploadParams) (*
 	up, err := c.UploadArtifact(ctx, p)
 	f.done(ctx, c, err)
 	return up, err
+}
+
+func (f *Failover) FetchImage(ctx context.Context, urlPath string, w io.Writer) error {
+	c := f.current()
+	err := c.FetchImage(ctx, urlPath, w)
+	f.done(ctx, c, err)
+	return err
 }

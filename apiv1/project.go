@@ -46,32 +46,38 @@ type ProjectList struct {
 
 // Readiness is the readiness object of spec 2.3.
 type Readiness struct {
-	Project              string       `json:"project,omitempty"`
-	ProjectReady         bool         `json:"project_ready"`
-	CanAcceptNewJobs     bool         `json:"can_accept_new_jobs"`
-	ReadyForJobs         bool         `json:"ready_for_jobs"`
-	InitState            string       `json:"init_state"`
-	AvailabilityStatus   string       `json:"availability_status"`
-	ProgressPhase        string       `json:"progress_phase"`
-	PendingInit          bool         `json:"pending_init"`
-	RequestedState       *string      `json:"requested_state"`
-	ContentHash          *string      `json:"content_hash"`
-	StatusMessage        string       `json:"status_message"`
-	NextAction           string       `json:"next_action"`
-	LatestIssue          *string      `json:"latest_issue"`
-	LastReadyAt          *time.Time   `json:"last_ready_at"`
-	LatestActivityAt     *time.Time   `json:"latest_activity_at"`
-	LatestFailureAt      *time.Time   `json:"latest_failure_at"`
-	ReadyReplicas        int          `json:"ready_replicas"`
-	InitializingReplicas int          `json:"initializing_replicas"`
-	FailedReplicas       int          `json:"failed_replicas"`
-	StaleReplicas        int          `json:"stale_replicas"`
-	TotalReplicas        int          `json:"total_replicas"`
-	QueueDepth           int          `json:"queue_depth"`
-	QueuedTasks          int          `json:"queued_tasks"`
-	ActiveJobs           int          `json:"active_jobs"`
-	ActiveTasks          int          `json:"active_tasks"`
-	Diagnostics          []Diagnostic `json:"diagnostics,omitempty"`
+	Project              string     `json:"project,omitempty"`
+	ProjectReady         bool       `json:"project_ready"`
+	CanAcceptNewJobs     bool       `json:"can_accept_new_jobs"`
+	ReadyForJobs         bool       `json:"ready_for_jobs"`
+	InitState            string     `json:"init_state"`
+	AvailabilityStatus   string     `json:"availability_status"`
+	ProgressPhase        string     `json:"progress_phase"`
+	PendingInit          bool       `json:"pending_init"`
+	RequestedState       *string    `json:"requested_state"`
+	ContentHash          *string    `json:"content_hash"`
+	StatusMessage        string     `json:"status_message"`
+	NextAction           string     `json:"next_action"`
+	LatestIssue          *string    `json:"latest_issue"`
+	LastReadyAt          *time.Time `json:"last_ready_at"`
+	LatestActivityAt     *time.Time `json:"latest_activity_at"`
+	LatestFailureAt      *time.Time `json:"latest_failure_at"`
+	ReadyReplicas        int        `json:"ready_replicas"`
+	InitializingReplicas int        `json:"initializing_replicas"`
+	FailedReplicas       int        `json:"failed_replicas"`
+	StaleReplicas        int        `json:"stale_replicas"`
+	TotalReplicas        int        `json:"total_replicas"`
+	// WarmSandboxesReady and WarmSandboxesTarget are the sandboxes of
+	// the published revision booted ahead on hosts (after init), ready now
+	// and kept: a task that finds one starts in tens of milliseconds.
+	// Both 0 when no host keeps any (docs/builds.md, warm starts).
+	WarmSandboxesReady  int          `json:"warm_sandboxes_ready"`
+	WarmSandboxesTarget int          `json:"warm_sandboxes_target"`
+	QueueDepth          int          `json:"queue_depth"`
+	QueuedTasks         int          `json:"queued_tasks"`
+	ActiveJobs          int          `json:"active_jobs"`
+	ActiveTasks         int          `json:"active_tasks"`
+	Diagnostics         []Diagnostic `json:"diagnostics,omitempty"`
 }
 
 // Diagnostic is one entry of status/details: a build or a preparation.

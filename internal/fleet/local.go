@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/id"
@@ -30,6 +31,9 @@ type Local struct {
 	// revision's tasks find them there.
 	DataSources DataSourceFetcher
 	warm        *WarmConfig // nil: no warm sandboxes
+
+	mu     sync.Mutex
+	warmed map[string]string // project id -> rootfs of the revision its pool is for
 }
 
 // DataSourceFetcher fetches a data source onto the host and holds it until
@@ -101,6 +105,12 @@ func (l *Local) Prepare(ctx context.Context, hostID string, pu *store.Push) erro
 		// Sandboxes of this revision boot in the background; a pool of
 		// the project's previous revision is replaced.
 		l.warm.Warmer.Warm(ctx, l.warm.warmKey(pu.ProjectID, img.RootFS), l.warm.Size)
+		l.mu.Lock()
+		if l.warmed == nil {
+			l.warmed = map[string]string{}
+		}
+		l.warmed[pu.ProjectID] = img.RootFS
+		l.mu.Unlock()
 	}
 	return nil
 }

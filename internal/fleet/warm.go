@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/skiffhq/skiff/internal/sandbox"
+	"github.com/skiffhq/skiff/internal/store"
 )
 
 // WarmConfig lets the local host keep warm sandboxes of the revisions it
@@ -43,6 +44,30 @@ func (l *Local) Drop(_ context.Context, hostID, projectID string) {
 		return
 	}
 	l.warm.Warmer.DropWarm(filepath.Join(l.warm.CacheRoot, projectID))
+	l.mu.Lock()
+	delete(l.warmed, projectID)
+	l.mu.Unlock()
+}
+
+// WarmCapacity is how many sandboxes of revision pu the host keeps booted
+// for the project, and how many of them are ready now: both 0 unless the
+// project was prepared (init) at that revision and its pool not dropped
+// since.
+func (l *Local) WarmCapacity(_ context.Context, projectID string, pu *store.Push) (ready, target int) {
+	if l.warm == nil {
+		return 0, 0
+	}
+	img, ok, err := l.cache.Lookup(pu.ImageDigest)
+	if err != nil || !ok {
+		return 0, 0
+	}
+	l.mu.Lock()
+	rootFS, warmed := l.warmed[projectID]
+	l.mu.Unlock()
+	if !warmed || rootFS != img.RootFS {
+		return 0, 0
+	}
+	return l.warm.Warmer.WarmReady(l.warm.warmKey(projectID, rootFS)), l.warm.Size
 }
 
 // WarmReady is how many sandboxes of the project's prepared revision are

@@ -44,6 +44,9 @@ func TestWarmStartsAfterPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if ready, target := local.WarmCapacity(ctx, p.ID, pu); ready != 0 || target != 0 {
+		t.Errorf("warm capacity before init: %d of %d, want none kept", ready, target)
+	}
 	if err := local.Prepare(ctx, local.ID(), pu); err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +66,10 @@ func TestWarmStartsAfterPrepare(t *testing.T) {
 		}
 	}
 	waitReady(2)
+	// What GET /projects/:name reports as init_status.warm_sandboxes_*.
+	if ready, target := local.WarmCapacity(ctx, p.ID, pu); ready != 2 || target != 2 {
+		t.Errorf("warm capacity after init: %d of %d, want 2 of 2", ready, target)
+	}
 	h.hostWithCache(2, cacheRoot)
 
 	for i := range 3 {
@@ -92,6 +99,9 @@ func TestWarmStartsAfterPrepare(t *testing.T) {
 	local.Drop(ctx, local.ID(), p.ID)
 	if n := local.WarmReady(p.ID, img.RootFS); n != 0 {
 		t.Errorf("warm sandboxes ready after Drop: %d", n)
+	}
+	if ready, target := local.WarmCapacity(ctx, p.ID, pu); ready != 0 || target != 0 {
+		t.Errorf("warm capacity after Drop (invalidate): %d of %d, want none kept", ready, target)
 	}
 	// A job after the drop starts cold and still completes.
 	j := h.wait(h.submit(apiv1.JobSubmit{Payload: payload(t, sandboxtest.Payload{})}), time.Minute)

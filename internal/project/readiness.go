@@ -18,6 +18,9 @@ type ReadinessInput struct {
 	Published *store.Push // newest published push
 	Runtime   RuntimeCounts
 	Jobs      JobCounts
+	// WarmReady and WarmTarget count the published revision's warm
+	// sandboxes (WarmReporter).
+	WarmReady, WarmTarget int
 }
 
 // RuntimeCounts says how far hosts have prepared the published revision.
@@ -49,6 +52,7 @@ func Readiness(in ReadinessInput) *apiv1.Readiness {
 		QueueDepth: in.Jobs.QueuedTasks, QueuedTasks: in.Jobs.QueuedTasks,
 		ActiveJobs: in.Jobs.ActiveJobs, ActiveTasks: in.Jobs.ActiveTasks,
 		PendingInit: in.Runtime.PendingInit, LastReadyAt: in.Runtime.LastReadyAt,
+		WarmSandboxesReady: in.WarmReady, WarmSandboxesTarget: in.WarmTarget,
 	}
 	pushURL := "POST /api/v1/projects/" + in.Name + "/push"
 	published := in.Published != nil
@@ -162,6 +166,9 @@ func (s *Service) Readiness(ctx context.Context, p *store.Project) (*apiv1.Readi
 	if in.Published != nil {
 		if in.Runtime, err = s.runtimeCounts(ctx, p.ID, in.Published.ContentHash); err != nil {
 			return nil, fmt.Errorf("readiness: %w", err)
+		}
+		if wr, ok := s.preparer.(WarmReporter); ok {
+			in.WarmReady, in.WarmTarget = wr.WarmCapacity(ctx, p.ID, in.Published)
 		}
 	}
 	if jc, ok := s.jobs.(JobCounter); ok && jc != nil {

@@ -26,6 +26,13 @@ type Dropper interface {
 	Drop(ctx context.Context, hostID, projectID string)
 }
 
+// WarmReporter is implemented by preparers whose hosts keep sandboxes of a
+// prepared revision booted ahead (warm starts): how many of revision pu's
+// the hosts keep for the project, and how many are ready now.
+type WarmReporter interface {
+	WarmCapacity(ctx context.Context, projectID string, pu *store.Push) (ready, target int)
+}
+
 // drop releases what the hosts keep for the project, where the preparer
 // keeps anything.
 func (s *Service) drop(ctx context.Context, projectID string) {

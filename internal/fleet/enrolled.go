@@ -29,6 +29,13 @@ func declaredShare(c agentproto.Capacity, enrolled *store.Host) agentproto.Capac
 	return c
 }
 
+// gpuOnly reports whether the host was enrolled for GPU work only
+// (--work gpu): it takes tasks that ask for a GPU and nothing else. A host
+// permitted cpu,gpu lends its CPUs to CPU work as well.
+func (h *host) gpuOnly() bool {
+	return h.enrolled != nil && h.enrolled.WorkKinds == "gpu"
+}
+
 // draining reports whether the host must take nothing new (its operator
 // drained it). Guarded by h.lease.
 func (h *host) draining() bool {

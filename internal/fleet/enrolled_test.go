@@ -82,6 +82,33 @@ func TestScriptedEnrolledShareBoundsPlacement(t *testing.T) {
 	})
 }
 
+// A host enrolled for GPU work only (--work gpu) takes tasks that ask for a
+// GPU and never a CPU-only one; a host permitted cpu,gpu lends its CPUs to
+// CPU work too.
+func TestScriptedGPUOnlyHostTakesOnlyGPUWork(t *testing.T) {
+	engines(t, func(t *testing.T, st store.Store) {
+		s := newScripted(t, st)
+		gpuOnly, _ := s.enrolled(enroll.Spec{WorkKinds: "gpu", RatePercent: -1}, 4, 8, 1,
+			agentproto.Capacity{CPU: 4, MemoryMB: 8192, GPUs: 1, Slots: 4})
+		cpuJob := s.submit(apiv1.JobSubmit{})
+		if got := gpuOnly.lease(gpuOnly.capacity, 0); len(got.Assignments) != 0 {
+			t.Fatalf("a GPU-only host was given a CPU task: %v", ids(got.Assignments))
+		}
+		gpu := int64(1)
+		gpuJob := s.submit(apiv1.JobSubmit{Requirements: &apiv1.JobRequirements{GPUCount: &gpu}})
+		got := gpuOnly.lease(gpuOnly.capacity, 0)
+		if len(got.Assignments) != 1 || got.Assignments[0].JobID != gpuJob.ID {
+			t.Fatalf("the GPU-only host got %+v, want only the GPU task", got.Assignments)
+		}
+		both, _ := s.enrolled(enroll.Spec{WorkKinds: "cpu,gpu", RatePercent: -1}, 4, 8, 1,
+			agentproto.Capacity{CPU: 4, MemoryMB: 8192, GPUs: 1, Slots: 4})
+		got = both.lease(both.capacity, 0)
+		if len(got.Assignments) != 1 || got.Assignments[0].JobID != cpuJob.ID {
+			t.Fatalf("the cpu,gpu host got %+v, want the CPU task", got.Assignments)
+		}
+	})
+}
+
 // Credentials are of their kind: a user's API key does not authenticate the
 // host protocol; a drained host finishes what it runs and takes nothing
 // new; a removed host is refused at its very next request, and what it ran

@@ -337,6 +337,9 @@ type TaskClaimParams struct {
 	FreeCPU         float64
 	FreeMemoryMB    int64
 	FreeGPUs        int64
+	// MinGPUs passes over tasks asking for fewer GPUs: 1 on a host
+	// enrolled for GPU work only, which takes no CPU-only task.
+	MinGPUs int64
 	// AvoidRequeuedSince, when set, passes over tasks that this host ran
 	// last and that were requeued at or after it, so that a retry goes to
 	// another host while one may take it. Zero avoids nothing.

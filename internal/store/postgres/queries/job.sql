@@ -16,7 +16,7 @@ UPDATE tasks SET status = 'running', attempts = attempts + 1, last_host_id = $1,
 WHERE id = (
         SELECT t.id FROM tasks t JOIN jobs j ON j.id = t.job_id
         WHERE t.status = 'queued' AND j.status IN ('queued', 'running')
-          AND t.req_cpu <= $3 AND t.req_memory_mb <= $4 AND t.req_gpus <= $5
+          AND t.req_cpu <= $3 AND t.req_memory_mb <= $4 AND t.req_gpus <= $5 AND t.req_gpus >= $7
           AND NOT (t.last_host_id = $1 AND t.updated_at >= $6)
         ORDER BY t.priority, t.submitted_at, t.job_id, t.idx
         LIMIT 1

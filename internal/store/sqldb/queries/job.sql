@@ -131,13 +131,14 @@ SELECT status, COUNT(*) FROM tasks WHERE job_id = $1 GROUP BY status;
 -- in. PostgreSQL overrides this query to lock the pick (FOR UPDATE SKIP LOCKED).
 -- $3-$5 are the host's free cpu, memory and gpus: the first task that fits is
 -- taken. $6: a task this host ran last and that was requeued at or after $6
--- is left to other hosts (retries prefer a different host).
+-- is left to other hosts (retries prefer a different host). $7: the least
+-- GPUs a task must ask for (1 on a host enrolled for GPU work only).
 UPDATE tasks SET status = 'running', attempts = attempts + 1, last_host_id = $1,
        started_at = COALESCE(started_at, $2), updated_at = $2
 WHERE id = (
         SELECT t.id FROM tasks t JOIN jobs j ON j.id = t.job_id
         WHERE t.status = 'queued' AND j.status IN ('queued', 'running')
-          AND t.req_cpu <= $3 AND t.req_memory_mb <= $4 AND t.req_gpus <= $5
+          AND t.req_cpu <= $3 AND t.req_memory_mb <= $4 AND t.req_gpus <= $5 AND t.req_gpus >= $7
           AND NOT (t.last_host_id = $1 AND t.updated_at >= $6)
         ORDER BY t.priority, t.submitted_at, t.job_id, t.idx
         LIMIT 1)

@@ -151,13 +151,15 @@ func testProjectsCRUD(t *testing.T, f *fixture) {
 	f.e.Client(other.Member).Get(t, "/api/v1/projects/alpha").Want(t, http.StatusOK)
 }
 
-// readinessFields are the fields spec 2.3 names for the readiness object.
+// readinessFields are the fields spec 2.3 names for the readiness object,
+// and the warm capacity Skiff adds (issue 18).
 var readinessFields = []string{
 	"project_ready", "can_accept_new_jobs", "ready_for_jobs", "init_state", "availability_status", "progress_phase",
 	"pending_init", "requested_state", "content_hash", "status_message", "next_action", "latest_issue",
 	"last_ready_at", "latest_activity_at", "latest_failure_at",
 	"ready_replicas", "initializing_replicas", "failed_replicas", "stale_replicas", "total_replicas",
 	"queue_depth", "queued_tasks", "active_jobs", "active_tasks",
+	"warm_sandboxes_ready", "warm_sandboxes_target",
 }
 
 func testProjectReadiness(t *testing.T, f *fixture) {

@@ -130,8 +130,15 @@ var _ agent.ArtifactTransfer = (*Client)(nil)
 // external input comes from its own URL, which the controller checked when
 // it was registered.
 func (c *Client) FetchInput(ctx context.Context, attemptID string, in agentproto.InputArtifact, w io.Writer) error {
-	u := strings.TrimRight(c.BaseURL, "/") + agentproto.AttemptInputURLPath(url.PathEscape(attemptID), url.PathEscape(in.ID))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err := c.download(ctx, agentproto.AttemptInputURLPath(url.PathEscape(attemptID), url.PathEscape(in.ID)), w); err != nil {
+		return fmt.Errorf("input %s: %w", in.ID, err)
+	}
+	return nil
+}
+
+// download streams the answer to GET path on the controller into w.
+func (c *Client) download(ctx context.Context, path string, w io.Writer) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.BaseURL, "/")+path, nil)
 	if err != nil {
 		return err
 	}
@@ -141,7 +148,7 @@ func (c *Client) FetchInput(ctx context.Context, attemptID string, in agentproto
 	}
 	defer resp.Body.Close()
 	if _, err := io.Copy(w, resp.Body); err != nil {
-		return fmt.Errorf("read input %s: %w", in.ID, err)
+		return fmt.Errorf("read answer: %w", err)
 	}
 	return nil
 }
@@ -155,17 +162,8 @@ func (c *Client) FetchImage(ctx context.Context, urlPath string, w io.Writer) er
 	if !strings.HasPrefix(urlPath, "/") {
 		return fmt.Errorf("image URL %q: want a path on the controller", urlPath)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.BaseURL, "/")+urlPath, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(w, resp.Body); err != nil {
-		return fmt.Errorf("read image: %w", err)
+	if err := c.download(ctx, urlPath, w); err != nil {
+		return fmt.Errorf("image: %w", err)
 	}
 	return nil
 }

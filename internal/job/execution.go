@@ -123,13 +123,20 @@ func (s *Service) AttemptLost(ctx context.Context, a *store.Attempt, reason stri
 // the job's last open task, ends the job: completed, partial or failed, with
 // its summary. store.ErrConflict when the attempt already ended.
 func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agentproto.Outcome, progress json.RawMessage, tail string) error {
-	j, err := s.store.JobGetByID(ctx, a.JobID)
-	if err != nil {
-		return fmt.Errorf("job of attempt %s: %w", a.ID, err)
-	}
-	sub, err := s.request(j)
-	if err != nil {
-		return err
+	// The job row is read only when something here needs more than its
+	// cached submission and the attempt's rate: a big fan-out's row holds
+	// every item, and reading it for each finished task was a tenth of the
+	// dispatch cost (docs/bench.md).
+	var j *store.Job
+	var err error
+	sub := s.cachedRequest(a.JobID)
+	if sub == nil || a.RateMicrosPerHour <= 0 {
+		if j, err = s.store.JobGetByID(ctx, a.JobID); err != nil {
+			return fmt.Errorf("job of attempt %s: %w", a.ID, err)
+		}
+		if sub, err = s.request(j); err != nil {
+			return err
+		}
 	}
 	t, err := s.store.TaskGet(ctx, a.TaskID)
 	if err != nil {
@@ -180,6 +187,11 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 		}
 	case store.TaskFailed:
 		command, cwd := sub.RunnerCommand, ""
+		if j == nil {
+			if j, err = s.store.JobGetByID(ctx, a.JobID); err != nil {
+				return fmt.Errorf("job of attempt %s: %w", a.ID, err)
+			}
+		}
 		if rs, err := s.RunSpec(ctx, j); err == nil {
 			command, cwd = rs.Command, rs.Cwd
 		}
@@ -219,11 +231,12 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 			return nil
 		}
 		if d.Task == store.TaskFailed && sub.ReliabilityMode == apiv1.ReliabilityStrictComplete {
+			// j was read above: a failed task reads its job (RunSpec).
 			if err := s.abortStrict(ctx, q, j, a.TaskID, now); err != nil {
 				return err
 			}
 		}
-		return s.endIfDone(ctx, q, j, now)
+		return s.endIfDone(ctx, q, a.JobID, j, now)
 	})
 	if err != nil {
 		return err
@@ -245,13 +258,20 @@ type SpilledResult struct {
 }
 
 // endIfDone ends a running job whose tasks have all ended. It runs in the
-// transaction that ended a task, after it.
-func (s *Service) endIfDone(ctx context.Context, q store.Querier, j *store.Job, now time.Time) error {
-	if err := q.JobTouch(ctx, j.ID, now); err != nil {
+// transaction that ended a task, after it. j is the job when the caller has
+// read it already; nil reads it, only when the job does end.
+func (s *Service) endIfDone(ctx context.Context, q store.Querier, jobID string, j *store.Job, now time.Time) error {
+	if err := q.JobTouch(ctx, jobID, now); err != nil {
 		return err
 	}
-	if open, err := q.TaskOpenExists(ctx, j.ID); err != nil || open {
+	if open, err := q.TaskOpenExists(ctx, jobID); err != nil || open {
 		return err
+	}
+	if j == nil {
+		var err error
+		if j, err = q.JobGetByID(ctx, jobID); err != nil {
+			return fmt.Errorf("job %s: %w", jobID, err)
+		}
 	}
 	tasks, err := q.TaskList(ctx, j.ID)
 	if err != nil {

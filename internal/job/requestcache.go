@@ -21,6 +21,14 @@ type requestCache struct {
 
 const requestCacheSize = 512
 
+// cachedRequest is the decoded submission of job id when the cache holds
+// it, nil otherwise.
+func (s *Service) cachedRequest(jobID string) *submit.Submission {
+	s.requests.mu.Lock()
+	defer s.requests.mu.Unlock()
+	return s.requests.m[jobID]
+}
+
 // request is Request(j), cached.
 func (s *Service) request(j *store.Job) (*submit.Submission, error) {
 	s.requests.mu.Lock()

@@ -296,7 +296,9 @@ func (s *Service) endIfDone(ctx context.Context, q store.Querier, jobID string, 
 	}
 	switch {
 	case c.Succeeded == int64(len(tasks)):
-	case c.Succeeded > 0 && strict:
+	case strict && (c.Succeeded > 0 || c.Cancelled > 0):
+		// Cancelled tasks here are the ones the strict abort stopped: saying
+		// "all failed" would blame them for the one that did.
 		to = store.JobFailed
 		msg = fmt.Sprintf("reliability_mode strict_complete: %d of %d tasks did not succeed, so the job failed as a whole", c.Failed+c.Cancelled, len(tasks))
 		if first := firstFailure(tasks); first != "" {

@@ -107,19 +107,22 @@ func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscrip
 		case <-ctx.Done():
 			return nil
 		case <-life.C:
-			return sse.frame(apiv1.FrameTimeout, "", apiv1.TimeoutFrame{Reason: "stream_timeout",
-				StreamTimeoutS: s.streams.Timeout.Seconds(), LastEventID: posID(cursor),
-				RecommendedAction: "Reconnect with Last-Event-ID " + posID(cursor) + " to go on where this stream ended."})
+			return s.closing(sse, apiv1.TimeoutStreamLife, cursor)
 		case <-ping.C:
 			if err := sse.frame(apiv1.FramePing, "", map[string]any{"time": s.clock.Now()}); err != nil {
 				return nil
 			}
 		case e, ok := <-sub.C:
 			if !ok {
+				// The broker gave up on this stream: its client fell
+				// behind, or the server stops. Either way the client is
+				// told where to resume before the connection closes.
+				reason := apiv1.TimeoutServerShutdown
 				if errors.Is(sub.Err(), event.ErrSlow) {
+					reason = apiv1.TimeoutSlowReader
 					s.log.InfoContext(ctx, "stream closed: client fell behind", "request_id", requestID(ctx))
 				}
-				return nil
+				return s.closing(sse, reason, cursor)
 			}
 			batch = takeQueued(sub.C, append(batch[:0], e), feedBatch)
 			fresh := batch[:0]
@@ -138,6 +141,21 @@ func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscrip
 			cursor = fresh[len(fresh)-1].Position
 		}
 	}
+}
+
+// closing ends a stream with a timeout frame saying why and where its
+// client resumes. A client that stopped reading may never take it: the
+// write gives up after the stream's write timeout.
+func (s *Server) closing(sse *sseWriter, reason string, cursor int64) error {
+	action := "Reconnect with Last-Event-ID " + posID(cursor) + " to go on where this stream ended."
+	switch reason {
+	case apiv1.TimeoutSlowReader:
+		action = "Read the stream as it arrives, then reconnect with Last-Event-ID " + posID(cursor) + "; nothing is lost."
+	case apiv1.TimeoutServerShutdown:
+		action = "The server is restarting: reconnect with Last-Event-ID " + posID(cursor) + " in a few seconds; nothing is lost."
+	}
+	return sse.frame(apiv1.FrameTimeout, "", apiv1.TimeoutFrame{Reason: reason,
+		StreamTimeoutS: s.streams.Timeout.Seconds(), LastEventID: posID(cursor), RecommendedAction: action})
 }
 
 // isJobEvent reports whether an event kind is about the job as a whole:

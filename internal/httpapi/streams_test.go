@@ -17,9 +17,10 @@ import (
 
 // streamCase is a stream test with the server options it needs.
 type streamCase struct {
-	name    string
-	streams httpapi.StreamConfig
-	run     func(t *testing.T, f *fixture)
+	name         string
+	streams      httpapi.StreamConfig
+	brokerBuffer int
+	run          func(t *testing.T, f *fixture)
 }
 
 // TestStreams runs the SSE stream tests on every engine, each on a fresh
@@ -37,6 +38,7 @@ func TestStreams(t *testing.T) {
 		{name: "stream_cap", streams: httpapi.StreamConfig{PerAccount: 1}, run: testStreamCap},
 		{name: "job_metrics_and_leases", run: testJobMetricsAndLeases},
 		{name: "ping", streams: httpapi.StreamConfig{PingInterval: 20 * time.Millisecond}, run: testStreamPing},
+		{name: "slow_reader", brokerBuffer: 8, run: testStreamSlowReader},
 	}
 	for _, eng := range apitest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
@@ -47,7 +49,7 @@ func TestStreams(t *testing.T) {
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
-					f := setupWith(t, eng, apitest.Options{Streams: tc.streams})
+					f := setupWith(t, eng, apitest.Options{Streams: tc.streams, BrokerBuffer: tc.brokerBuffer})
 					funded(100_000_000)(t, f)
 					tc.run(t, f)
 				})

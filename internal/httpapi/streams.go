@@ -550,14 +550,17 @@ func (s *Server) watchJobFrame(ctx context.Context, j *store.Job, e *store.JobEv
 // projectStream serves GET /api/v1/projects/{name}/stream.
 func (s *Server) projectStream(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	p := principal(ctx)
-	proj, err := s.projects.Get(ctx, p.Account.ID, r.PathValue("name"))
+	acct, err := s.streamAccount(r)
+	if err != nil {
+		return err
+	}
+	proj, err := s.projects.Get(ctx, acct, r.PathValue("name"))
 	if err != nil {
 		return err
 	}
 	return s.serveStream(w, r, &streamSpec{
-		filter: event.Filter{AccountID: p.Account.ID, ProjectID: proj.ID},
-		feed:   store.JobEventFeedParams{AccountID: p.Account.ID, ProjectID: proj.ID},
+		filter: event.Filter{AccountID: acct, ProjectID: proj.ID},
+		feed:   store.JobEventFeedParams{AccountID: acct, ProjectID: proj.ID},
 		emit: func(sse *sseWriter, evs []*store.JobEvent) (bool, error) {
 			for _, e := range evs {
 				if !isJobEvent(e.Kind) {
@@ -586,7 +589,7 @@ func (s *Server) projectStream(w http.ResponseWriter, r *http.Request) error {
 				{&snap.Queued, []store.JobStatus{store.JobPlanning, store.JobQueued}, projectOpenJobs},
 				{&snap.Recent, terminalStatuses, projectRecentJobs},
 			} {
-				jobs, _, err := s.jobs.List(ctx, &store.JobListParams{AccountID: p.Account.ID, ProjectID: proj.ID,
+				jobs, _, err := s.jobs.List(ctx, &store.JobListParams{AccountID: acct, ProjectID: proj.ID,
 					Statuses: part.statuses, Limit: part.limit})
 				if err != nil {
 					return true, err
@@ -598,4 +601,31 @@ func (s *Server) projectStream(w http.ResponseWriter, r *http.Request) error {
 			return false, sse.frame(apiv1.FrameSnapshot, posID(pos), snap)
 		},
 	})
+}
+
+// streamAccount is the account whose project a project stream shows: the
+// caller's own, or, for an admin (the operator, who sees all), the one its
+// account= names by id or name.
+func (s *Server) streamAccount(r *http.Request) (string, error) {
+	p := principal(r.Context())
+	want := r.URL.Query().Get("account")
+	if want == "" || want == p.Account.ID || want == p.Account.Name {
+		return p.Account.ID, nil
+	}
+	if p.Key.Role != store.RoleAdmin {
+		return "", fault.Forbidden("admin_required", "Leave out account= to stream your own account's project; only admin keys see other accounts.",
+			"account=%q is not the caller's account", want)
+	}
+	get := s.store.AccountGetByName
+	if strings.HasPrefix(want, "acct_") {
+		get = s.store.AccountGetByID
+	}
+	a, err := get(r.Context(), want)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fault.NotFound("account", want)
+	}
+	if err != nil {
+		return "", err
+	}
+	return a.ID, nil
 }

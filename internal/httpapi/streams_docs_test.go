@@ -54,41 +54,53 @@ func pageBlocks(t *testing.T, file string) []fencedBlock {
 }
 
 // helloHost stands in for a host running examples/hello: once a client
-// follows a stream (as it would while a real task runs), it runs each
-// queued task, printing "hello, Ada" as progress and as its output.
+// follows a stream (as it would while a real task runs), it runs the
+// queued tasks, printing "hello, Ada" as progress and as its output, and
+// then waits for that stream to close before it looks again, so that a
+// job submitted next waits for its own stream.
 func helloHost(t *testing.T, f *fixture) {
 	ctx := t.Context()
-	for ctx.Err() == nil {
-		if f.e.Broker.Count() == 0 {
+	waitStreams := func(open bool) {
+		for ctx.Err() == nil && (f.e.Broker.Count() > 0) != open {
 			time.Sleep(10 * time.Millisecond)
-			continue
 		}
+	}
+	for ctx.Err() == nil {
+		waitStreams(true)
 		// The stream subscribed; give it time to send its snapshot, so
 		// that the page's output (which starts queued) is what it prints.
 		time.Sleep(500 * time.Millisecond)
-		_, a, err := f.e.Jobs.Claim(ctx, &store.TaskClaimParams{HostID: "wkr_docs", AttemptID: id.New(id.Attempt),
-			ResourceProfile: json.RawMessage(`{}`), FreeCPU: 64, FreeMemoryMB: 1 << 20, Now: f.e.Clock.Now()})
-		if errors.Is(err, store.ErrNotFound) {
-			time.Sleep(10 * time.Millisecond)
-			continue
+		for ctx.Err() == nil && runHello(t, f) {
 		}
-		start := f.e.Clock.Now()
-		if err == nil {
-			err = f.e.Jobs.AttemptStarted(ctx, a, start)
-		}
-		if err == nil {
-			err = f.e.Jobs.AttemptProgress(ctx, a, json.RawMessage(`{"done":0,"total":1}`), "hello, Ada\n")
-		}
-		if err == nil {
-			o := agentproto.Outcome{Result: json.RawMessage(`{"greeting":"hello, Ada"}`), Stdout: "hello, Ada\n",
-				StartedAt: start, EndedAt: start.Add(time.Second)}
-			err = f.e.Jobs.AttemptFinished(ctx, a, &o, nil, "hello, Ada\n")
-		}
-		if err != nil && ctx.Err() == nil {
-			t.Errorf("hello host: %v", err)
-			return
-		}
+		waitStreams(false)
 	}
+}
+
+// runHello runs the next queued task as examples/hello would; false when
+// none is queued (or it failed, reported).
+func runHello(t *testing.T, f *fixture) bool {
+	ctx := t.Context()
+	_, a, err := f.e.Jobs.Claim(ctx, &store.TaskClaimParams{HostID: "wkr_docs", AttemptID: id.New(id.Attempt),
+		ResourceProfile: json.RawMessage(`{}`), FreeCPU: 64, FreeMemoryMB: 1 << 20, Now: f.e.Clock.Now()})
+	if errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	start := f.e.Clock.Now()
+	if err == nil {
+		err = f.e.Jobs.AttemptStarted(ctx, a, start)
+	}
+	if err == nil {
+		err = f.e.Jobs.AttemptProgress(ctx, a, json.RawMessage(`{"done":0,"total":1}`), "hello, Ada\n")
+	}
+	if err == nil {
+		o := agentproto.Outcome{Result: json.RawMessage(`{"greeting":"hello, Ada"}`), Stdout: "hello, Ada\n",
+			StartedAt: start, EndedAt: start.Add(time.Second)}
+		err = f.e.Jobs.AttemptFinished(ctx, a, &o, nil, "hello, Ada\n")
+	}
+	if err != nil && ctx.Err() == nil {
+		t.Errorf("hello host: %v", err)
+	}
+	return err == nil
 }
 
 // TestStreamDocsExamples runs the curl and JavaScript examples of

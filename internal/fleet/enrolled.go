@@ -63,3 +63,18 @@ func (c *Controller) storeSeen(ctx context.Context, h *host) {
 		c.log.Warn("record host last seen", "host_id", h.id, "err", err)
 	}
 }
+
+// placement bounds a claim by what the host is, as it said at
+// registration: the memory of its GPUs and its single-core score (its
+// measured profile) and the disk it lends a task (its declared share). A
+// task asking more of any of them is left to another host.
+func (h *host) placement(p *store.TaskClaimParams) {
+	if h.capacity.GPUs > 0 {
+		p.GPUMemoryMB = h.profile.GPUMemoryMB
+	}
+	p.StorageGB = h.capacity.StorageGB
+	p.SingleCoreScore = h.profile.SingleCoreScore
+	if h.gpuOnly() {
+		p.MinGPUs = 1
+	}
+}

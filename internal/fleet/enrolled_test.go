@@ -36,6 +36,17 @@ func (s *scripted) enrolled(spec enroll.Spec, cpus, memoryGB float64, gpus int, 
 	return h, svc
 }
 
+// enrolledProfile is enrolled with the profile the host registers with (as
+// `skiff host` measures it).
+func (s *scripted) enrolledProfile(spec enroll.Spec, cpus, memoryGB float64, gpus int, claims agentproto.Capacity,
+	prof agentproto.ResourceProfile) *scriptedHost {
+	s.t.Helper()
+	h, _ := s.enrolled(spec, cpus, memoryGB, gpus, claims)
+	h.profile = prof
+	h.register()
+	return h
+}
+
 func wantStatus(t *testing.T, what string, err error, status int) {
 	t.Helper()
 	var se *agenthttp.StatusError

@@ -205,9 +205,7 @@ func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capaci
 		now := c.clk.Now()
 		p := &store.TaskClaimParams{HostID: h.id, AttemptID: id.New(id.Attempt), ResourceProfile: h.profJSON,
 			FreeCPU: cpu + 1e-9, FreeMemoryMB: mem, FreeGPUs: gpus, Now: now}
-		if h.gpuOnly() {
-			p.MinGPUs = 1
-		}
+		h.placement(p)
 		if c.hostCount() > 1 {
 			p.AvoidRequeuedSince = now.Add(-c.cfg.RetryAvoidWindow)
 		}

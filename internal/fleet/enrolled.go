@@ -78,3 +78,17 @@ func (h *host) placement(p *store.TaskClaimParams) {
 		p.MinGPUs = 1
 	}
 }
+
+// refreshEnrolled re-reads an enrolled host's record while its lease waits:
+// the operator may drain or remove it meanwhile, from another process
+// (`skiff admin drain-host`) that wakes no lease here, and a wake for new
+// work must not hand that work to a host drained since its request came.
+// Guarded by h.lease. On a store error the last record stands.
+func (c *Controller) refreshEnrolled(ctx context.Context, h *host) {
+	cur, err := c.st.HostGet(ctx, h.id)
+	if err != nil {
+		c.log.Warn("re-read host record", "host_id", h.id, "err", err)
+		return
+	}
+	h.enrolled = cur
+}

@@ -208,3 +208,31 @@ func TestScriptedDrainAndRemove(t *testing.T) {
 		}
 	})
 }
+
+// A host drained while its lease waits (from another process, which wakes
+// no one) is not handed the work whose submission ends the wait.
+func TestScriptedDrainDuringLongPoll(t *testing.T) {
+	engines(t, func(t *testing.T, st store.Store) {
+		s := newScripted(t, st)
+		h, svc := s.enrolled(enroll.Spec{}, 2, 4, 0, agentproto.Capacity{CPU: 2, MemoryMB: 4096, Slots: 2})
+		got := make(chan *agentproto.LeaseResponse, 1)
+		go func() {
+			resp, err := h.leaseErr(h.capacity, 3*time.Second)
+			if err != nil {
+				t.Errorf("lease: %v", err)
+			}
+			got <- resp
+		}()
+		time.Sleep(300 * time.Millisecond) // let the lease start waiting; if not, the drain is seen at its start
+		if _, err := svc.Drain(context.Background(), h.id); err != nil {
+			t.Fatal(err)
+		}
+		j := s.submit(apiv1.JobSubmit{}) // wakes the waiting lease
+		if resp := <-got; resp != nil && len(resp.Assignments) != 0 {
+			t.Fatalf("a host drained during its lease was given %v", ids(resp.Assignments))
+		}
+		if s.job(j).Status != store.JobQueued {
+			t.Errorf("the job is %s, want still queued", s.job(j).Status)
+		}
+	})
+}

@@ -74,7 +74,10 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 	wait := min(time.Duration(req.WaitS)*time.Second, c.cfg.HeartbeatInterval)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	for {
+	for first := true; ; first = false {
+		if enrolled != nil && !first {
+			c.refreshEnrolled(ctx, h)
+		}
 		c.seen(ctx, h)
 		woken := c.wake.Changed() // before looking, so that a wake after the look is not missed
 		rec, err := c.reconcile(ctx, h, req.Running)

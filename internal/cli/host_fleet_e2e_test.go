@@ -15,6 +15,7 @@ import (
 	"github.com/skiffhq/skiff/internal/build/buildtest"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
+	"github.com/skiffhq/skiff/internal/store/postgres/pgtest"
 )
 
 // fleet is a controller without a local host, on its own data dir, and
@@ -22,24 +23,31 @@ import (
 type fleet struct {
 	t     *testing.T
 	dir   string
+	// store is --data-dir, and --database-url on PostgreSQL: what the
+	// server and the admin commands are given.
+	store []string
 	srv   *server
 	c     *apitest.Client
 	hosts map[string]*server // by host id
 }
 
-// newFleet starts a controller (serverArgs after the usual ones), a funded
+// newFleet starts a controller on engine (sqlite or postgres), a funded
 // account with the runner pushed as project "fleet", and one enrolled host
 // per name, each lending 2 CPUs in 2 slots. It returns the host ids in
 // the order of names.
-func newFleet(t *testing.T, serverArgs []string, names ...string) (*fleet, []string) {
+func newFleet(t *testing.T, engine string, names ...string) (*fleet, []string) {
 	t.Helper()
 	buildtest.RequireTools(t)
+	f := &fleet{t: t, dir: buildtest.DataDir(t), hosts: map[string]*server{}}
+	f.store = []string{"--data-dir", f.dir}
+	if engine == "postgres" {
+		f.store = append(f.store, "--database-url", pgtest.NewDatabase(t))
+	}
 	runner, err := os.ReadFile(sandboxtest.BuildRunner(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fleet{t: t, dir: buildtest.DataDir(t), hosts: map[string]*server{}}
-	f.srv = startServer(t, nil, append([]string{"--data-dir", f.dir, "--listen", "127.0.0.1:0", "--no-local-host"}, serverArgs...)...)
+	f.srv = f.startServer("127.0.0.1:0")
 	key := f.admin("create-key", "--account", "fleet")
 	f.admin("grant-credit", "--account", "fleet", "--usd", "20")
 	var ids []string
@@ -62,9 +70,15 @@ func newFleet(t *testing.T, serverArgs []string, names ...string) (*fleet, []str
 	return f, ids
 }
 
+// startServer starts the controller on its store, listening on addr.
+func (f *fleet) startServer(addr string) *server {
+	f.t.Helper()
+	return startServer(f.t, nil, append(append([]string{}, f.store...), "--listen", addr, "--no-local-host")...)
+}
+
 func (f *fleet) admin(args ...string) string {
 	f.t.Helper()
-	r := skiff(f.t, nil, append(append([]string{"admin"}, args...), "--data-dir", f.dir)...)
+	r := skiff(f.t, nil, append(append([]string{"admin"}, args...), f.store...)...)
 	if r.code != 0 {
 		f.t.Fatalf("admin %v: exit %d, stderr %q", args, r.code, r.stderr)
 	}
@@ -168,7 +182,13 @@ func (f *fleet) checkOnceEach(jobID, out string) []string {
 // finishes there, and the host takes nothing new while the other host runs
 // the next job.
 func TestHostsControllerRestartAndDrain(t *testing.T) {
-	f, ids := newFleet(t, nil, "a", "b")
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) { testHostsControllerRestartAndDrain(t, engine) })
+	}
+}
+
+func testHostsControllerRestartAndDrain(t *testing.T, engine string) {
+	f, ids := newFleet(t, engine, "a", "b")
 
 	// Four run at once on the two hosts, two wait queued.
 	fan := f.submit(6, 4000, "r")
@@ -178,7 +198,7 @@ func TestHostsControllerRestartAndDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.srv.wait(t, 10*time.Second)
-	f.srv = startServer(t, nil, "--data-dir", f.dir, "--listen", addr, "--no-local-host")
+	f.srv = f.startServer(addr)
 	f.waitCompleted(fan)
 	f.checkOnceEach(fan, "r")
 	for _, id := range ids {

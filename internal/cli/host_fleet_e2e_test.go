@@ -21,8 +21,8 @@ import (
 // fleet is a controller without a local host, on its own data dir, and
 // the enrolled `skiff host` processes the test started.
 type fleet struct {
-	t     *testing.T
-	dir   string
+	t   *testing.T
+	dir string
 	// store is --data-dir, and --database-url on PostgreSQL: what the
 	// server and the admin commands are given.
 	store []string

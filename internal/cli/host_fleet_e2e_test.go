@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -25,10 +26,11 @@ type fleet struct {
 	dir string
 	// store is --data-dir, and --database-url on PostgreSQL: what the
 	// server and the admin commands are given.
-	store []string
-	srv   *server
-	c     *apitest.Client
-	hosts map[string]*server // by host id
+	store      []string
+	serverArgs []string
+	srv        *server
+	c          *apitest.Client
+	hosts      map[string]*server // by host id
 }
 
 // newFleet starts a controller on engine (sqlite or postgres), a funded
@@ -37,8 +39,15 @@ type fleet struct {
 // the order of names.
 func newFleet(t *testing.T, engine string, names ...string) (*fleet, []string) {
 	t.Helper()
+	return newFleetAt(t, engine, "127.0.0.1", nil, names...)
+}
+
+// newFleetAt is newFleet with the controller listening on ip, started
+// with serverArgs too.
+func newFleetAt(t *testing.T, engine, ip string, serverArgs []string, names ...string) (*fleet, []string) {
+	t.Helper()
 	buildtest.RequireTools(t)
-	f := &fleet{t: t, dir: buildtest.DataDir(t), hosts: map[string]*server{}}
+	f := &fleet{t: t, dir: buildtest.DataDir(t), hosts: map[string]*server{}, serverArgs: serverArgs}
 	f.store = []string{"--data-dir", f.dir}
 	if engine == "postgres" {
 		f.store = append(f.store, "--database-url", pgtest.NewDatabase(t))
@@ -47,33 +56,53 @@ func newFleet(t *testing.T, engine string, names ...string) (*fleet, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.srv = f.startServer("127.0.0.1:0")
+	f.srv = f.startServer(ip + ":0")
 	key := f.admin("create-key", "--account", "fleet")
 	f.admin("grant-credit", "--account", "fleet", "--usd", "20")
 	var ids []string
 	for _, name := range names {
-		hostDir := filepath.Join(t.TempDir(), name)
-		h := startHost(t, "--controller", f.srv.URL, "--data-dir", hostDir, "--cpus", "2", "--memory-gb", "2",
-			"--slots", "2", "--lease-wait", "2s", "--code", f.admin("create-enrollment", "--name", name))
-		var id struct {
-			HostID string `json:"host_id"`
-		}
-		b, err := os.ReadFile(filepath.Join(hostDir, "host-credential.json"))
-		if err != nil || json.Unmarshal(b, &id) != nil || id.HostID == "" {
-			t.Fatalf("host %s kept no identity: %s, %v", name, b, err)
-		}
-		f.hosts[id.HostID] = h
-		ids = append(ids, id.HostID)
+		ids = append(ids, f.addHost(name, ""))
 	}
 	f.c = f.srv.client(t, key)
 	pushRunner(t, f.c, "fleet", runner)
 	return f, ids
 }
 
+// addHost enrolls and starts a host named name, in network namespace netns
+// unless that is "", and returns its id.
+func (f *fleet) addHost(name, netns string) string {
+	f.t.Helper()
+	hostDir := filepath.Join(f.t.TempDir(), name)
+	args := []string{"--controller", f.srv.URL, "--data-dir", hostDir, "--cpus", "2", "--memory-gb", "2",
+		"--slots", "2", "--lease-wait", "2s", "--code", f.admin("create-enrollment", "--name", name)}
+	cmd := skiffCmd(f.t, nil, append([]string{"host"}, args...)...)
+	if netns != "" {
+		// nsenter joins the network namespace only; `ip netns exec` would
+		// also mount a fresh /sys, hiding the cgroup file system runsc needs.
+		nsenter, err := exec.LookPath("nsenter")
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		cmd.Args = append([]string{"nsenter", "--net=/run/netns/" + netns, cmd.Path}, cmd.Args[1:]...)
+		cmd.Path = nsenter
+	}
+	h := startHostCmd(f.t, cmd, args)
+	var id struct {
+		HostID string `json:"host_id"`
+	}
+	b, err := os.ReadFile(filepath.Join(hostDir, "host-credential.json"))
+	if err != nil || json.Unmarshal(b, &id) != nil || id.HostID == "" {
+		f.t.Fatalf("host %s kept no identity: %s, %v", name, b, err)
+	}
+	f.hosts[id.HostID] = h
+	return id.HostID
+}
+
 // startServer starts the controller on its store, listening on addr.
 func (f *fleet) startServer(addr string) *server {
 	f.t.Helper()
-	return startServer(f.t, nil, append(append([]string{}, f.store...), "--listen", addr, "--no-local-host")...)
+	args := append(append([]string{}, f.store...), "--listen", addr, "--no-local-host")
+	return startServer(f.t, nil, append(args, f.serverArgs...)...)
 }
 
 func (f *fleet) admin(args ...string) string {
@@ -256,4 +285,21 @@ func (s *server) logged(msg, key, val string) bool {
 		}
 	}
 	return false
+}
+
+// waitLogged waits until the process logs msg with key equal to val.
+func (s *server) waitLogged(t *testing.T, msg, key, val string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for !s.logged(msg, key, val) {
+		select {
+		case <-s.notify:
+		case <-s.done:
+			if !s.logged(msg, key, val) {
+				t.Fatalf("the process exited (code %d) before logging %q with %s %s", s.exit, msg, key, val)
+			}
+		case <-deadline:
+			t.Fatalf("the process did not log %q with %s %s within %s", msg, key, val, timeout)
+		}
+	}
 }

@@ -83,7 +83,12 @@ func TestHostsNetworkCutLongerThanLease(t *testing.T) {
 	cutHost := f.addHost("cut", ns.Name)
 
 	job := f.submit(1, 4000, "cut")
-	f.waitRunning(job, 1)
+	// Cut once the host said the attempt started: it has the image and
+	// its sandbox runs, so it finishes whatever the network does.
+	waitJSON(t, f.c, "/api/v1/jobs/"+job+"/tasks", 2*time.Minute, func(m map[string]any) bool {
+		atts := m["tasks"].([]any)[0].(map[string]any)["attempts"].([]any)
+		return len(atts) == 1 && atts[0].(map[string]any)["status"] == "running"
+	})
 	ns.cut()
 	cutOff := true
 	defer func() {

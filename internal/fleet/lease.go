@@ -27,6 +27,9 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 	if !agentproto.Supported(req.ProtocolVersion) {
 		return nil, errVersion
 	}
+	if err := checkPlacementClaims(req); err != nil {
+		return nil, err
+	}
 	prof, _ := json.Marshal(req.Profile)
 	h := &host{id: hostID, protocol: req.ProtocolVersion, driver: req.Driver, profile: req.Profile, profJSON: prof,
 		capacity: declaredShare(req.Capacity, enrolled), lastSeen: c.clk.Now(), cancelSent: map[string]time.Time{}, enrolled: enrolled}

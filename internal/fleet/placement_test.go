@@ -1,6 +1,8 @@
 package fleet_test
 
 import (
+	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -74,6 +76,33 @@ func TestScriptedPlacementOnHostProfile(t *testing.T) {
 		atts := s.attempts(needsScore)
 		if len(atts) != 1 || atts[0].HostID != big.id || !strings.Contains(string(atts[0].ResourceProfile), `"single_core_score":2`) {
 			t.Fatalf("the scored job's attempts %s; want one on the big host showing its score", attemptsString(atts))
+		}
+	})
+}
+
+// A host reporting what no machine has, which placement would trust, is
+// refused at registration with 422 and the field named.
+func TestScriptedAbsurdPlacementClaimsRefused(t *testing.T) {
+	engines(t, func(t *testing.T, st store.Store) {
+		s := newScripted(t, st)
+		h, _ := s.enrolled(enroll.Spec{}, 2, 4, 0, agentproto.Capacity{CPU: 2, MemoryMB: 4096, Slots: 2})
+		for _, c := range []struct {
+			field    string
+			capacity agentproto.Capacity
+			profile  agentproto.ResourceProfile
+		}{
+			{"capacity.storage_gb", agentproto.Capacity{CPU: 2, MemoryMB: 4096, Slots: 2, StorageGB: -1}, agentproto.ResourceProfile{SingleCoreScore: 1}},
+			{"capacity.storage_gb", agentproto.Capacity{CPU: 2, MemoryMB: 4096, Slots: 2, StorageGB: 1 << 40}, agentproto.ResourceProfile{SingleCoreScore: 1}},
+			{"resource_profile.gpu_memory_mb", agentproto.Capacity{CPU: 2, MemoryMB: 4096, Slots: 2}, agentproto.ResourceProfile{GPUMemoryMB: -5}},
+			{"resource_profile.single_core_score", agentproto.Capacity{CPU: 2, MemoryMB: 4096, Slots: 2}, agentproto.ResourceProfile{SingleCoreScore: 1e6}},
+			{"resource_profile.single_core_score", agentproto.Capacity{CPU: 2, MemoryMB: 4096, Slots: 2}, agentproto.ResourceProfile{SingleCoreScore: -1}},
+		} {
+			_, err := h.ctl.Register(context.Background(), &agentproto.RegisterRequest{ProtocolVersion: agentproto.ProtocolVersion,
+				Driver: "scripted", Capacity: c.capacity, Profile: c.profile})
+			wantStatus(t, "register with an absurd "+c.field, err, http.StatusUnprocessableEntity)
+			if !strings.Contains(err.Error(), c.field) && !strings.Contains(err.Error(), c.field[strings.Index(c.field, ".")+1:]) {
+				t.Errorf("refusal %v does not name %s", err, c.field)
+			}
 		}
 	})
 }

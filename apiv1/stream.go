@@ -73,8 +73,10 @@ type DoneFrame struct {
 	Statuses map[string]string `json:"statuses,omitempty"` // watch: job id to status
 }
 
-// TimeoutFrame ends a stream whose life (--stream-timeout) is over; the
-// client reconnects with Last-Event-ID to go on.
+// TimeoutFrame ends a stream that the server closes before its job ended:
+// its life (--stream-timeout) is over, its client read too slowly, or the
+// server shuts down (Reason). The client reconnects with Last-Event-ID to
+// go on.
 type TimeoutFrame struct {
 	Reason            string  `json:"reason"`
 	StreamTimeoutS    float64 `json:"stream_timeout_s"`
@@ -116,3 +118,10 @@ type ProjectJobFrame struct {
 	Event JobEvent     `json:"event"`
 	Job   JobListEntry `json:"job"`
 }
+
+// Why a stream sent its timeout frame (TimeoutFrame.Reason).
+const (
+	TimeoutStreamLife     = "stream_timeout"  // open --stream-timeout
+	TimeoutSlowReader     = "slow_reader"     // its client fell more than the buffer behind
+	TimeoutServerShutdown = "server_shutdown" // the server is stopping
+)

@@ -1,11 +1,13 @@
 package cli_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/skiffhq/skiff/internal/build/buildtest"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 // TestStreamSurvivesKill9 reads a job stream with the WHATWG EventSource
@@ -82,5 +85,96 @@ func TestStreamSurvivesKill9(t *testing.T) {
 	apitest.WantResumed(t, seen, snap, evs.Events)
 	if code := srv.stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit: %d", code)
+	}
+}
+
+// TestStreamsEndOnShutdown opens a project stream with curl on the real
+// binary and stops the server with SIGTERM: the stream ends at once with a
+// timeout frame of reason server_shutdown naming where to resume, curl
+// sees the end of the response, and the server exits cleanly without
+// waiting out its drain timeout for the open stream.
+func TestStreamsEndOnShutdown(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		testenv.Skip(t, "curl not installed")
+	}
+	dir := t.TempDir()
+	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--no-local-host", "--drain-timeout", "20s")
+	key := strings.TrimSpace(skiff(t, nil, "admin", "create-key", "--data-dir", dir, "--account", "shutdown").stdout)
+	c := srv.client(t, key)
+	c.Post(t, "/api/v1/projects", map[string]any{"name": "quiet"}).Want(t, http.StatusCreated)
+
+	cmd := exec.CommandContext(t.Context(), curl, "-sS", "-N", "--max-time", "60", "-H", "Authorization: Bearer "+key,
+		srv.URL+"/api/v1/projects/quiet/stream")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	next := func() (string, bool) {
+		select {
+		case l, ok := <-lines:
+			return l, ok
+		case <-time.After(30 * time.Second):
+			t.Fatal("curl read nothing for 30 s")
+			return "", false
+		}
+	}
+	for l, ok := next(); l != "event: snapshot"; l, ok = next() {
+		if !ok {
+			t.Fatal("the stream ended before its snapshot")
+		}
+	}
+	snapID := ""
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var frame []string
+	for {
+		l, ok := next()
+		if !ok {
+			t.Fatalf("the stream ended without a timeout frame; got %q", frame)
+		}
+		if l == "event: timeout" {
+			data, _ := next()
+			var tf apiv1.TimeoutFrame
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(data, "data: ")), &tf); err != nil {
+				t.Fatalf("timeout data %q: %v", data, err)
+			}
+			if tf.Reason != apiv1.TimeoutServerShutdown || tf.LastEventID == "" || !strings.Contains(tf.RecommendedAction, tf.LastEventID) {
+				t.Errorf("timeout frame: got %+v, want reason %s and where to resume", tf, apiv1.TimeoutServerShutdown)
+			}
+			snapID = tf.LastEventID
+			break
+		}
+		frame = append(frame, l)
+	}
+	for l, ok := next(); ok; l, ok = next() {
+		if strings.HasPrefix(l, "event: ") {
+			t.Errorf("frame after the timeout frame: %s", l)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("curl: %v (the response should end cleanly)", err)
+	}
+	if code := srv.wait(t, 30*time.Second); code != 0 {
+		t.Errorf("exit: %d", code)
+	}
+	if log := srv.logText(); strings.Contains(log, "drain incomplete") {
+		t.Errorf("the server waited out its drain timeout for the stream:\n%s", log)
+	}
+	if snapID == "" {
+		t.Error("no position to resume from")
 	}
 }

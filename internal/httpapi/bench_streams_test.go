@@ -26,14 +26,27 @@ import (
 // open stream (heap_KiB_per_stream: server and client side together, both
 // in this process); and the median submission time while 1,000 jobs start
 // at the same pace, first with no stream open, then with the 1,000 streams
-// (submit_ms_idle, submit_ms_loaded, submit_slowdown_pct). docs/streams.md has the figures.
+// (submit_ms_idle, submit_ms_loaded, submit_slowdown_pct). It runs on SQLite,
+// and on PostgreSQL too when SKIFF_TEST_POSTGRES_URL is set.
+// docs/streams.md has the figures.
 //
 //	go test -run '^$' -bench WatchStreams -benchtime 1x ./internal/httpapi/
 func BenchmarkWatchStreams(b *testing.B) {
+	for _, eng := range apitest.Engines() {
+		b.Run(eng.Name, func(b *testing.B) {
+			if eng.Skip != "" {
+				b.Skip(eng.Skip)
+			}
+			benchWatchStreams(b, eng)
+		})
+	}
+}
+
+func benchWatchStreams(b *testing.B, eng apitest.Engine) {
 	const streams, submissions = 1000, 300
 	const claimGap = 2 * time.Millisecond // 500 job starts a second
 	for range b.N {
-		e := apitest.Start(b, apitest.Options{Streams: httpapi.StreamConfig{PerAccount: 2 * streams}})
+		e := apitest.Start(b, apitest.Options{Store: eng.Open(b), Streams: httpapi.StreamConfig{PerAccount: 2 * streams}})
 		acct, _ := fundedAccount(b, e, "acme", fixtureProject, 10_000_000_000)
 		c := &apitest.Client{BaseURL: e.URL, Token: acct.Member}
 		submit := func(priority string) (string, time.Duration) {

@@ -13,10 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/text"
-
 	"github.com/skiffhq/skiff/docs"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/project"
@@ -260,35 +256,18 @@ type shBlock struct {
 func shBlocks(t *testing.T) []shBlock {
 	t.Helper()
 	var out []shBlock
-	md := goldmark.New()
 	for _, p := range docs.Catalog() {
-		src, err := fs.ReadFile(docs.Pages, p.File)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc := md.Parser().Parse(text.NewReader(src))
-		_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
-			fb, ok := n.(*ast.FencedCodeBlock)
-			if !entering || !ok || fb.Info == nil {
-				return ast.WalkContinue, nil
+		for _, fb := range pageBlocks(t, p.File) {
+			if fb.lang != "sh" && fb.lang != "bash" && fb.lang != "shell" {
+				continue
 			}
-			info := strings.TrimSpace(string(fb.Info.Value(src)))
-			lang, rest, _ := strings.Cut(info, " ")
-			if lang != "sh" && lang != "bash" && lang != "shell" {
-				return ast.WalkContinue, nil
-			}
-			var code bytes.Buffer
-			for i := 0; i < fb.Lines().Len(); i++ {
-				seg := fb.Lines().At(i)
-				code.Write(seg.Value(src))
-			}
-			b := shBlock{page: p.File, code: code.String(), run: true}
+			_, rest, _ := strings.Cut(fb.info, " ")
+			b := shBlock{page: p.File, code: fb.code, run: true}
 			if reason, ok := strings.CutPrefix(strings.TrimSpace(rest), "norun"); ok {
 				b.run, b.reason = false, strings.TrimSpace(strings.TrimPrefix(reason, ":"))
 			}
 			out = append(out, b)
-			return ast.WalkContinue, nil
-		})
+		}
 	}
 	return out
 }

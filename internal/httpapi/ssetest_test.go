@@ -35,6 +35,14 @@ type sseClient struct {
 // openSSE sends GET path with token and optional Last-Event-ID.
 func openSSE(t *testing.T, base, token, path, lastEventID string) *sseClient {
 	t.Helper()
+	return openSSEWith(t, http.DefaultClient, 4096, base, token, path, lastEventID)
+}
+
+// openSSEWith is openSSE through client, with room for buffer frames
+// read ahead: with none, the client reads the connection only as fast as
+// the test takes frames.
+func openSSEWith(t *testing.T, client *http.Client, buffer int, base, token, path, lastEventID string) *sseClient {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
@@ -45,12 +53,12 @@ func openSSE(t *testing.T, base, token, path, lastEventID string) *sseClient {
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		cancel()
 		t.Fatalf("GET %s: %v", path, err)
 	}
-	c := &sseClient{Status: resp.StatusCode, Header: resp.Header, frames: make(chan sseFrame, 4096), cancel: cancel}
+	c := &sseClient{Status: resp.StatusCode, Header: resp.Header, frames: make(chan sseFrame, buffer), cancel: cancel}
 	t.Cleanup(c.Close)
 	go func() {
 		defer resp.Body.Close()

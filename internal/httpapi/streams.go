@@ -107,19 +107,22 @@ func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscrip
 		case <-ctx.Done():
 			return nil
 		case <-life.C:
-			return sse.frame(apiv1.FrameTimeout, "", apiv1.TimeoutFrame{Reason: "stream_timeout",
-				StreamTimeoutS: s.streams.Timeout.Seconds(), LastEventID: posID(cursor),
-				RecommendedAction: "Reconnect with Last-Event-ID " + posID(cursor) + " to go on where this stream ended."})
+			return s.closing(sse, apiv1.TimeoutStreamLife, cursor)
 		case <-ping.C:
 			if err := sse.frame(apiv1.FramePing, "", map[string]any{"time": s.clock.Now()}); err != nil {
 				return nil
 			}
 		case e, ok := <-sub.C:
 			if !ok {
+				// The broker gave up on this stream: its client fell
+				// behind, or the server stops. Either way the client is
+				// told where to resume before the connection closes.
+				reason := apiv1.TimeoutServerShutdown
 				if errors.Is(sub.Err(), event.ErrSlow) {
+					reason = apiv1.TimeoutSlowReader
 					s.log.InfoContext(ctx, "stream closed: client fell behind", "request_id", requestID(ctx))
 				}
-				return nil
+				return s.closing(sse, reason, cursor)
 			}
 			batch = takeQueued(sub.C, append(batch[:0], e), feedBatch)
 			fresh := batch[:0]
@@ -138,6 +141,21 @@ func (s *Server) follow(ctx context.Context, sse *sseWriter, sub *event.Subscrip
 			cursor = fresh[len(fresh)-1].Position
 		}
 	}
+}
+
+// closing ends a stream with a timeout frame saying why and where its
+// client resumes. A client that stopped reading may never take it: the
+// write gives up after the stream's write timeout.
+func (s *Server) closing(sse *sseWriter, reason string, cursor int64) error {
+	action := "Reconnect with Last-Event-ID " + posID(cursor) + " to go on where this stream ended."
+	switch reason {
+	case apiv1.TimeoutSlowReader:
+		action = "Read the stream as it arrives, then reconnect with Last-Event-ID " + posID(cursor) + "; nothing is lost."
+	case apiv1.TimeoutServerShutdown:
+		action = "The server is restarting: reconnect with Last-Event-ID " + posID(cursor) + " in a few seconds; nothing is lost."
+	}
+	return sse.frame(apiv1.FrameTimeout, "", apiv1.TimeoutFrame{Reason: reason,
+		StreamTimeoutS: s.streams.Timeout.Seconds(), LastEventID: posID(cursor), RecommendedAction: action})
 }
 
 // isJobEvent reports whether an event kind is about the job as a whole:
@@ -532,14 +550,17 @@ func (s *Server) watchJobFrame(ctx context.Context, j *store.Job, e *store.JobEv
 // projectStream serves GET /api/v1/projects/{name}/stream.
 func (s *Server) projectStream(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	p := principal(ctx)
-	proj, err := s.projects.Get(ctx, p.Account.ID, r.PathValue("name"))
+	acct, err := s.streamAccount(r)
+	if err != nil {
+		return err
+	}
+	proj, err := s.projects.Get(ctx, acct, r.PathValue("name"))
 	if err != nil {
 		return err
 	}
 	return s.serveStream(w, r, &streamSpec{
-		filter: event.Filter{AccountID: p.Account.ID, ProjectID: proj.ID},
-		feed:   store.JobEventFeedParams{AccountID: p.Account.ID, ProjectID: proj.ID},
+		filter: event.Filter{AccountID: acct, ProjectID: proj.ID},
+		feed:   store.JobEventFeedParams{AccountID: acct, ProjectID: proj.ID},
 		emit: func(sse *sseWriter, evs []*store.JobEvent) (bool, error) {
 			for _, e := range evs {
 				if !isJobEvent(e.Kind) {
@@ -568,7 +589,7 @@ func (s *Server) projectStream(w http.ResponseWriter, r *http.Request) error {
 				{&snap.Queued, []store.JobStatus{store.JobPlanning, store.JobQueued}, projectOpenJobs},
 				{&snap.Recent, terminalStatuses, projectRecentJobs},
 			} {
-				jobs, _, err := s.jobs.List(ctx, &store.JobListParams{AccountID: p.Account.ID, ProjectID: proj.ID,
+				jobs, _, err := s.jobs.List(ctx, &store.JobListParams{AccountID: acct, ProjectID: proj.ID,
 					Statuses: part.statuses, Limit: part.limit})
 				if err != nil {
 					return true, err
@@ -580,4 +601,31 @@ func (s *Server) projectStream(w http.ResponseWriter, r *http.Request) error {
 			return false, sse.frame(apiv1.FrameSnapshot, posID(pos), snap)
 		},
 	})
+}
+
+// streamAccount is the account whose project a project stream shows: the
+// caller's own, or, for an admin (the operator, who sees all), the one its
+// account= names by id or name.
+func (s *Server) streamAccount(r *http.Request) (string, error) {
+	p := principal(r.Context())
+	want := r.URL.Query().Get("account")
+	if want == "" || want == p.Account.ID || want == p.Account.Name {
+		return p.Account.ID, nil
+	}
+	if p.Key.Role != store.RoleAdmin {
+		return "", fault.Forbidden("admin_required", "Leave out account= to stream your own account's project; only admin keys see other accounts.",
+			"account=%q is not the caller's account", want)
+	}
+	get := s.store.AccountGetByName
+	if strings.HasPrefix(want, "acct_") {
+		get = s.store.AccountGetByID
+	}
+	a, err := get(r.Context(), want)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fault.NotFound("account", want)
+	}
+	if err != nil {
+		return "", err
+	}
+	return a.ID, nil
 }

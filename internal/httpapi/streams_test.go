@@ -17,9 +17,10 @@ import (
 
 // streamCase is a stream test with the server options it needs.
 type streamCase struct {
-	name    string
-	streams httpapi.StreamConfig
-	run     func(t *testing.T, f *fixture)
+	name         string
+	streams      httpapi.StreamConfig
+	brokerBuffer int
+	run          func(t *testing.T, f *fixture)
 }
 
 // TestStreams runs the SSE stream tests on every engine, each on a fresh
@@ -37,6 +38,8 @@ func TestStreams(t *testing.T) {
 		{name: "stream_cap", streams: httpapi.StreamConfig{PerAccount: 1}, run: testStreamCap},
 		{name: "job_metrics_and_leases", run: testJobMetricsAndLeases},
 		{name: "ping", streams: httpapi.StreamConfig{PingInterval: 20 * time.Millisecond}, run: testStreamPing},
+		{name: "slow_reader", brokerBuffer: 8, run: testStreamSlowReader},
+		{name: "project_stream_admin", run: testProjectStreamAdmin},
 	}
 	for _, eng := range apitest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
@@ -47,7 +50,7 @@ func TestStreams(t *testing.T) {
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
-					f := setupWith(t, eng, apitest.Options{Streams: tc.streams})
+					f := setupWith(t, eng, apitest.Options{Streams: tc.streams, BrokerBuffer: tc.brokerBuffer})
 					funded(100_000_000)(t, f)
 					tc.run(t, f)
 				})
@@ -424,6 +427,60 @@ func testProjectStream(t *testing.T, f *fixture) {
 	s.ended(t)
 	if r := f.member.Get(t, "/api/v1/projects/nope/stream"); r.Status != http.StatusNotFound {
 		t.Errorf("unknown project: got %d", r.Status)
+	}
+}
+
+// An admin (the operator) sees every account's projects: account= names
+// the account, by name or id. Anyone else naming another account gets 403,
+// and an unknown account 404, before any frame.
+func testProjectStreamAdmin(t *testing.T, f *fixture) {
+	own := submitJob(t, f.member, fanOut(1))
+	otherAcct, other := fundedAccount(t, f.e, "other", fixtureProject, 100_000_000)
+	theirs := other.Post(t, "/api/v1/jobs", map[string]any{"project": fixtureProject, "runner_command": []string{"/r"}}).
+		Object(t, http.StatusCreated)["id"].(string)
+	path := "/api/v1/projects/" + fixtureProject + "/stream?account="
+	for _, key := range []string{f.acct.Member, f.acct.Viewer} {
+		var e apiv1.Error
+		f.e.Client(key).Get(t, path+"other").JSON(t, http.StatusForbidden, &e)
+		if e.Code != "admin_required" || e.RecommendedAction == "" {
+			t.Errorf("non-admin naming another account: got %+v", e)
+		}
+	}
+	// Naming one's own account is the same as naming none.
+	mine := openSSE(t, f.e.URL, f.acct.Member, path+f.acct.Name, "")
+	var snap apiv1.ProjectSnapshot
+	mine.want(t, apiv1.FrameSnapshot).decode(t, &snap)
+	if len(snap.Queued) != 1 || snap.Queued[0].ID != own.ID {
+		t.Errorf("own account by name: got %+v, want job %s", snap.Queued, own.ID)
+	}
+	mine.Close()
+	for _, name := range []string{"other", otherAcct.ID} {
+		s := openSSE(t, f.e.URL, f.acct.Admin, path+name, "")
+		if s.Status != http.StatusOK {
+			t.Fatalf("admin, account=%s: got %d", name, s.Status)
+		}
+		snap = apiv1.ProjectSnapshot{}
+		s.want(t, apiv1.FrameSnapshot).decode(t, &snap)
+		if len(snap.Queued) != 1 || snap.Queued[0].ID != theirs {
+			t.Errorf("admin, account=%s: got %+v, want only job %s", name, snap.Queued, theirs)
+		}
+		s.Close()
+	}
+	// Deltas follow the named account's project, not the admin's own.
+	s := openSSE(t, f.e.URL, f.acct.Admin, path+"other", "")
+	s.want(t, apiv1.FrameSnapshot)
+	submitJob(t, f.member, fanOut(1))
+	next := other.Post(t, "/api/v1/jobs", map[string]any{"project": fixtureProject, "runner_command": []string{"/r"}}).
+		Object(t, http.StatusCreated)["id"].(string)
+	var pf apiv1.ProjectJobFrame
+	s.want(t, apiv1.FrameJob).decode(t, &pf)
+	if pf.Job.ID != next {
+		t.Errorf("admin delta: got job %s, want %s", pf.Job.ID, next)
+	}
+	var e apiv1.Error
+	f.e.Client(f.acct.Admin).Get(t, path+"nobody").JSON(t, http.StatusNotFound, &e)
+	if e.Code != "account_not_found" {
+		t.Errorf("unknown account: got %+v", e)
 	}
 }
 

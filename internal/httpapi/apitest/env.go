@@ -70,6 +70,9 @@ type Options struct {
 	// BrokerPoll is how often the broker reads the feed without a wake-up
 	// (zero: its default).
 	BrokerPoll time.Duration
+	// BrokerBuffer is how many events a stream may have waiting before it
+	// is closed as slow (zero: the broker's default).
+	BrokerBuffer int
 	// MetricsToken is the bearer token GET /metrics accepts besides admins.
 	MetricsToken string
 	// Listener, when set, is where the server listens (a restarted server
@@ -138,7 +141,7 @@ func Start(t testing.TB, opts Options) *Env {
 	// name it), below.
 	e := &Env{Store: db, Clock: clk, Billing: billing.New(db, clk, nil)}
 	var set *metrics.Set
-	e.Broker = event.New(event.Config{Feed: db, Log: log, PollInterval: opts.BrokerPoll, OnEvent: func(ev *store.JobEvent) { set.ObserveEvent(ev) }})
+	e.Broker = event.New(event.Config{Feed: db, Log: log, PollInterval: opts.BrokerPoll, Buffer: opts.BrokerBuffer, OnEvent: func(ev *store.JobEvent) { set.ObserveEvent(ev) }})
 	set = metrics.New(metrics.Gauges{OpenStreams: e.Broker.Count,
 		QueueDepth: func() (int64, error) { return db.TaskQueuedCount(context.Background()) }})
 	e.Metrics = set

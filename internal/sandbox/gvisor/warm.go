@@ -353,11 +353,27 @@ func (s *warmSlot) closePidfd() {
 // killSandbox SIGKILLs the sandbox process and waits until it is gone, so
 // that nothing the runner started can still write to its directories.
 func (s *warmSlot) killSandbox(timeout time.Duration) error {
+	if err := s.signalKill(); err != nil {
+		return err
+	}
+	return s.waitGone(timeout)
+}
+
+// signalKill sends SIGKILL to the sandbox process.
+func (s *warmSlot) signalKill() error {
 	if s.pidfd < 0 {
 		return errors.New("no sandbox pidfd")
 	}
 	if err := unix.PidfdSendSignal(s.pidfd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("kill sandbox: %w", err)
+	}
+	return nil
+}
+
+// waitGone waits until the sandbox process has exited.
+func (s *warmSlot) waitGone(timeout time.Duration) error {
+	if s.pidfd < 0 {
+		return errors.New("no sandbox pidfd")
 	}
 	fds := []unix.PollFd{{Fd: int32(s.pidfd), Events: unix.POLLIN}}
 	for {

@@ -18,6 +18,10 @@ import (
 // warmKillWait bounds the wait for a killed sandbox process to be gone.
 const warmKillWait = 10 * time.Second
 
+// warmFreezeWait bounds the wait for a sandbox's tasks to freeze; a task
+// stuck in the kernel longer makes the caller kill the sandbox instead.
+const warmFreezeWait = time.Second
+
 // runWarm runs spec's attempt in the warm sandbox s. handled is false when
 // s could not take the attempt before anything ran (its directory could not
 // become spec.WorkDir): the caller then starts the attempt cold.
@@ -35,7 +39,20 @@ func (d *Driver) runWarm(ctx context.Context, spec *sandbox.Spec, s *warmSlot, b
 	s.dir = spec.WorkDir
 	d.warm.used.Add(1)
 	// The sandbox runs this attempt or none: it is destroyed on every path.
+	var frozen *freezer
 	defer d.later.Go(func() {
+		if frozen != nil {
+			// Killed tasks of a frozen cgroup v1 die only once thawed.
+			if err := s.signalKill(); err != nil {
+				log.Warn("kill warm sandbox", "err", err)
+			}
+			if err := frozen.thaw(); err != nil {
+				log.Warn("thaw warm sandbox", "err", err)
+			}
+			if err := s.waitGone(warmKillWait); err != nil {
+				log.Warn("kill warm sandbox", "err", err)
+			}
+		}
 		s.closePidfd()
 		d.teardown(context.Background(), s.id, log)
 	})
@@ -53,12 +70,19 @@ func (d *Driver) runWarm(ctx context.Context, spec *sandbox.Spec, s *warmSlot, b
 	if err != nil {
 		return nil, true, err
 	}
-	// Whatever the runner left running stops before its files are read.
-	killStart := time.Now()
-	if err := s.killSandbox(warmKillWait); err != nil {
-		return nil, true, fmt.Errorf("gvisor: stop warm sandbox: %w", err)
+	// Whatever the runner left running stops before its files are read:
+	// frozen (killed later, off the attempt's path), or where the freezer
+	// is not usable, killed and waited for.
+	stopStart := time.Now()
+	if f, ferr := d.freezeWarm(s); ferr == nil {
+		frozen = f
+	} else {
+		log.Debug("warm sandbox not frozen; killing it", "err", ferr)
+		if err := s.killSandbox(warmKillWait); err != nil {
+			return nil, true, fmt.Errorf("gvisor: stop warm sandbox: %w", err)
+		}
 	}
-	out.Stages.Teardown = time.Since(killStart)
+	out.Stages.Teardown = time.Since(stopStart)
 	if err := sandbox.Collect(out, spec, host); err != nil {
 		return nil, true, fmt.Errorf("gvisor: %w", err)
 	}
@@ -69,6 +93,19 @@ func (d *Driver) runWarm(ctx context.Context, spec *sandbox.Spec, s *warmSlot, b
 	log.Debug("warm attempt", "prepare", out.Stages.Prepare, "sandbox", out.Stages.Sandbox, "kill", out.Stages.Teardown,
 		"collect", out.Stages.Collect)
 	return out, true, nil
+}
+
+// freezeWarm freezes the sandbox's cgroup. On failure nothing is left
+// frozen: a freeze that did not complete is undone.
+func (d *Driver) freezeWarm(s *warmSlot) (*freezer, error) {
+	f, err := findFreezer(d.cgroupPath(s.id))
+	if err != nil {
+		return nil, err
+	}
+	if err := f.freeze(warmFreezeWait); err != nil {
+		return nil, errors.Join(err, f.thaw())
+	}
+	return &f, nil
 }
 
 // exec starts the runner in the warm sandbox with `runsc exec`, supervises

@@ -27,5 +27,6 @@ func TestConformance(t *testing.T) {
 		RootFS:      sandboxtest.RunnerRootFS(t),
 		Grace:       grace,
 		SharedLocks: true, // plain processes share the host kernel's locks
+		Unisolated:  true,
 	})
 }

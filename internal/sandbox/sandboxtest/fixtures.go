@@ -21,6 +21,10 @@ type Fixtures struct {
 	// across concurrent attempts. gVisor keeps file locks inside each
 	// sandbox, so it is false there.
 	SharedLocks bool
+	// Unisolated says the driver runs plain host processes: a child the
+	// runner starts in its own session escapes it, and only a sandbox
+	// (its own pid namespace, its cgroup) stops it with the runner.
+	Unisolated bool
 }
 
 // Spec returns a spec that runs the runner with p, in fresh directories

@@ -27,6 +27,9 @@ type Payload struct {
 	ResultLink string            `json:"result_link,omitempty"`
 
 	Flock *Flock `json:"flock,omitempty"`
+	// Linger: a child outliving the runner appends to this artifact file
+	// every millisecond until the sandbox stops it.
+	Linger string `json:"linger,omitempty"`
 
 	NoResult     bool   `json:"no_result,omitempty"`
 	FailureClass string `json:"failure_class,omitempty"` // echoed into the result

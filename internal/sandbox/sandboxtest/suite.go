@@ -39,6 +39,7 @@ func Run(t *testing.T, d sandbox.Driver, f Fixtures) {
 		{"InvalidSpec", testInvalidSpec},
 		{"CommandOnPath", testCommandOnPath},
 		{"WorkDirNotReused", testWorkDirReuse},
+		{"NothingOutlivesTheRunner", testLingeringChild},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -189,6 +190,30 @@ func testArtifacts(t *testing.T, d sandbox.Driver, f Fixtures) {
 	}
 	if want := []string{"link-abs", "sub/escape"}; !slices.Equal(out.SkippedArtifacts, want) {
 		t.Errorf("skipped artifacts: got %q, want %q", out.SkippedArtifacts, want)
+	}
+}
+
+// A process the runner left behind is stopped before the outcome is
+// returned: nothing writes to the attempt's files once Run returned.
+func testLingeringChild(t *testing.T, d sandbox.Driver, f Fixtures) {
+	if f.Unisolated {
+		t.Skip("plain processes: a child in its own session outlives the runner (the process driver is no sandbox)")
+	}
+	spec := f.Spec(t, Payload{Linger: "linger.txt"})
+	out := mustRun(t, d, spec)
+	wantExit(t, out, 0)
+	path := filepath.Join(spec.WorkDir, sandbox.ArtifactDirName, "linger.txt")
+	before, err := os.ReadFile(path)
+	if err != nil || len(before) == 0 {
+		t.Fatalf("the lingering child's file: %q, %v", before, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Errorf("the runner's child still wrote after Run returned: %d bytes then, %d bytes 300 ms later", len(before), len(after))
 	}
 }
 

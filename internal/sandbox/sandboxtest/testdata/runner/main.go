@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,10 @@ type payload struct {
 	ResultLink string            `json:"result_link"` // make the result file a symlink to this target instead of writing it
 
 	Flock *flockStep `json:"flock"`
+	// Linger starts a child that outlives the runner, appending a line to
+	// this file under SKIFF_ARTIFACT_DIR every millisecond until it is
+	// stopped; the runner exits once the first line is there.
+	Linger string `json:"linger"`
 
 	NoResult     bool   `json:"no_result"`
 	FailureClass string `json:"failure_class"` // written into the result, e.g. "infra"
@@ -92,7 +97,13 @@ func main() {
 	}
 }
 
+// lingerEnv marks the child that Linger starts, with the file it writes.
+const lingerEnv = "SKIFF_TEST_LINGER_FILE"
+
 func run() error {
+	if path := os.Getenv(lingerEnv); path != "" {
+		linger(path)
+	}
 	raw, err := os.ReadFile(os.Getenv("SKIFF_TASK_PAYLOAD"))
 	if err != nil {
 		return fmt.Errorf("read payload: %w", err)
@@ -178,6 +189,11 @@ func run() error {
 	}
 	if p.Flock != nil {
 		r.Flock = doFlock(*p.Flock)
+	}
+	if p.Linger != "" {
+		if err := startLinger(filepath.Join(os.Getenv("SKIFF_ARTIFACT_DIR"), p.Linger)); err != nil {
+			return err
+		}
 	}
 	if p.ResultPad > 0 {
 		r.Pad = strings.Repeat("x", p.ResultPad)
@@ -316,4 +332,35 @@ func doFlock(s flockStep) string {
 func resumed(raw []byte) bool {
 	var m map[string]json.RawMessage
 	return json.Unmarshal(raw, &m) == nil && len(m["_resume"]) > 0
+}
+
+// startLinger starts this program again as a child in its own session,
+// writing path, and waits for its first line.
+func startLinger(path string) error {
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Env = append(os.Environ(), lingerEnv+"="+path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start lingering child: %w", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the lingering child wrote nothing")
+		}
+	}
+}
+
+// linger appends a numbered line to path every millisecond, forever.
+func linger(path string) {
+	for i := 0; ; i++ {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "%d\n", i)
+			f.Close()
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -49,7 +49,7 @@ type remoteHostFlags struct {
 }
 
 func runHost(ctx context.Context, e *env, args []string) error {
-	fs := e.newFlags("host --controller URL[,URL...] (--code cek_... | a credential in --data-dir) --data-dir DIR [--cpus N] [--memory-gb G] [--gpus K]",
+	fs := e.newFlags("host --controller URL[,URL...] (--code cek_... | a credential in --data-dir) --data-dir DIR [--cpus N] [--memory-gb G] [--gpus K] [--gpu-memory-mb M] [--storage-gb G]",
 		"Runs a bring-your-own-hardware host: it redeems the enrollment code on its first start (the credential\n"+
 			"is kept in DIR/"+credentialFile+", mode 0600; later starts need no code), then only dials out to\n"+
 			"the controller: register, long-poll for work, run each attempt in a gVisor sandbox, report.\n"+

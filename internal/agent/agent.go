@@ -28,7 +28,8 @@ type Controller interface {
 	Register(ctx context.Context, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error)
 	// Lease long-polls for work; it is also the heartbeat.
 	Lease(ctx context.Context, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error)
-	// Report delivers one event; nil means the controller acknowledged it.
+	// Report delivers one event; nil means the controller acknowledged
+	// it, ErrAttemptEnded (wrapped) that it had already ended the attempt.
 	Report(ctx context.Context, ev *agentproto.AttemptEvent) error
 }
 
@@ -36,10 +37,18 @@ type Controller interface {
 // does not know the host id; the agent registers again.
 var ErrUnknownHost = errors.New("controller does not know this host")
 
+// ErrAttemptEnded is what Controller.Report returns (wrapped) when the
+// controller had already recorded the attempt's end, or no longer counts
+// it as this host's: a repeat of a report whose answer was lost, or the
+// end of an attempt it declared lost while the host was out of reach. The
+// report is delivered as far as the host is concerned; it changes nothing.
+var ErrAttemptEnded = errors.New("the controller had already ended this attempt")
+
 // Defaults filled in by New.
 const (
 	DefaultLeaseWait        = 30 * time.Second
 	DefaultLeaseSlack       = 15 * time.Second
+	DefaultCallTimeout      = 15 * time.Second
 	DefaultMinBackoff       = 500 * time.Millisecond
 	DefaultMaxBackoff       = 30 * time.Second
 	DefaultProgressInterval = time.Second
@@ -87,6 +96,11 @@ type Config struct {
 	LeaseWait time.Duration
 	// LeaseSlack is added to LeaseWait for the lease request's deadline.
 	LeaseSlack time.Duration
+	// CallTimeout bounds each registration and each attempt report. A
+	// request sent as the network is cut may otherwise wait for TCP to
+	// give up (about 15 minutes), holding back what finished meanwhile
+	// long after the network is back; cut short, it is retried.
+	CallTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the retry delay of failed controller
 	// calls (exponential with jitter).
 	MinBackoff, MaxBackoff time.Duration
@@ -178,6 +192,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.LeaseSlack == 0 {
 		cfg.LeaseSlack = DefaultLeaseSlack
 	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
 	if cfg.MinBackoff == 0 {
 		cfg.MinBackoff = DefaultMinBackoff
 	}
@@ -264,13 +281,15 @@ func (a *Agent) loop(ctx, attemptCtx, reportCtx context.Context) error {
 	interval := a.cfg.LeaseWait
 	for {
 		if a.HostID() == "" {
-			resp, err := a.cfg.Controller.Register(ctx, &agentproto.RegisterRequest{
+			rctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+			resp, err := a.cfg.Controller.Register(rctx, &agentproto.RegisterRequest{
 				ProtocolVersion: agentproto.ProtocolVersion,
 				Driver:          a.cfg.Driver.Name(),
 				Profile:         a.cfg.Profile,
 				Capacity:        a.cfg.Capacity,
 				Running:         a.runningIDs(),
 			})
+			cancel()
 			if err == nil && resp.HostID == "" {
 				err = errors.New("controller returned no host id")
 			}

@@ -2,21 +2,24 @@ package agent
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
 )
 
-// DetectProfile describes this machine from /proc. SingleCoreScore is the
-// 1.0 baseline: no calibration is run yet, so the controller must not rank
-// hosts on it until one is (a fixed CPU-bound loop timed against the
-// reference host is the plan).
+// DetectProfile describes this machine from /proc, quickly: its
+// SingleCoreScore is the 1.0 baseline, unmeasured, and GPU memory is not
+// looked up. A host that takes work from the controller's placement uses
+// MeasureProfile instead.
 func DetectProfile() (agentproto.ResourceProfile, error) {
 	return detectProfile("/proc")
 }
@@ -61,4 +64,43 @@ func detectProfile(proc string) (agentproto.ResourceProfile, error) {
 	}
 	p.GPUCount = len(gpus)
 	return p, nil
+}
+
+// MeasureProfile is DetectProfile with what placement needs measured: the
+// single-core score (MeasureSingleCore, about 130 ms of one core) and the
+// memory of the GPUs (nvidia-smi's, the smallest GPU's; 0 when there is no
+// GPU or no nvidia-smi). gpuMemoryMB, when positive, is the owner's
+// declaration and replaces the lookup.
+func MeasureProfile(ctx context.Context, gpuMemoryMB int64) (agentproto.ResourceProfile, error) {
+	p, err := DetectProfile()
+	p.SingleCoreScore = MeasureSingleCore()
+	switch {
+	case gpuMemoryMB > 0:
+		p.GPUMemoryMB = gpuMemoryMB
+	case p.GPUCount > 0:
+		p.GPUMemoryMB = nvidiaGPUMemoryMB(ctx)
+	}
+	return p, err
+}
+
+// nvidiaGPUMemoryMB asks nvidia-smi for each GPU's memory and returns the
+// smallest (a task may land on any of them); 0 when it cannot tell.
+func nvidiaGPUMemoryMB(ctx context.Context) int64 {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits").Output()
+	if err != nil {
+		return 0
+	}
+	var least int64
+	for line := range strings.Lines(string(out)) {
+		mb, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+		if err != nil || mb <= 0 {
+			return 0
+		}
+		if least == 0 || mb < least {
+			least = mb
+		}
+	}
+	return least
 }

@@ -67,6 +67,7 @@ func TestHTTPClientAnswers(t *testing.T) {
 		wantUnknown  bool // errors.Is(err, agent.ErrUnknownHost)
 		wantStatusOf int  // the StatusError's code, when wantErr
 	}{
+		// Acknowledged: the attempt had ended there (ErrAttemptEnded).
 		{"report 409 is acknowledged", http.StatusConflict, "duplicate", "report", false, false, 0},
 		{"report 410 is acknowledged", http.StatusGone, "gone", "report", false, false, 0},
 		{"report 503 is an error", http.StatusServiceUnavailable, "", "report", true, false, http.StatusServiceUnavailable},
@@ -94,6 +95,12 @@ func TestHTTPClientAnswers(t *testing.T) {
 				_, err = hc.Lease(t.Context(), &agentproto.LeaseRequest{HostID: "wkr_test"})
 			case "report":
 				err = hc.Report(t.Context(), &agentproto.AttemptEvent{AttemptID: "att_1", Seq: 1, Kind: agentproto.EventStarted})
+			}
+			if c.call == "report" && !c.wantErr {
+				if !errors.Is(err, agent.ErrAttemptEnded) {
+					t.Fatalf("got %v, want ErrAttemptEnded, which the reporter takes as delivered", err)
+				}
+				return
 			}
 			if (err != nil) != c.wantErr {
 				t.Fatalf("got %v, want an error: %v", err, c.wantErr)

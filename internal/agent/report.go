@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -133,9 +134,21 @@ func (r *reporter) loop(ctx context.Context) {
 // deliver retries ev until acknowledged; false means ctx ended first.
 func (r *reporter) deliver(ctx context.Context, ev *agentproto.AttemptEvent) bool {
 	var b backoff
-	for {
-		err := r.a.cfg.Controller.Report(ctx, ev)
+	for failures := 0; ; failures++ {
+		cctx, cancel := context.WithTimeout(ctx, r.a.cfg.CallTimeout)
+		err := r.a.cfg.Controller.Report(cctx, ev)
+		cancel()
+		if errors.Is(err, ErrAttemptEnded) {
+			r.a.log.Info("report of an attempt the controller had already ended", "attempt_id", r.attemptID, "kind", ev.Kind)
+			return true
+		}
 		if err == nil {
+			if failures > 0 {
+				// Said so that an operator (and a test) sees that what
+				// finished while the controller was out of reach was
+				// reported once it was back.
+				r.a.log.Info("report delivered after failures", "attempt_id", r.attemptID, "kind", ev.Kind, "failures", failures)
+			}
 			return true
 		}
 		if ctx.Err() != nil {

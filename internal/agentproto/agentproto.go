@@ -156,11 +156,14 @@ type ResourceProfile struct {
 	CPUModel    string  `json:"cpu_model"`
 	CPUClockGHz float64 `json:"cpu_clock_ghz"`
 	// SingleCoreScore is relative to a reference host (1.0). See
-	// agent.DetectProfile for how it is measured.
+	// agent.MeasureSingleCore for how it is measured.
 	SingleCoreScore float64 `json:"single_core_score"`
 	CPUCount        int     `json:"cpu_count"`
 	MemoryTotalMB   int64   `json:"memory_total_mb"`
 	GPUCount        int     `json:"gpu_count"`
+	// GPUMemoryMB is the memory of each GPU (the smallest one's), which
+	// requirements.gpu_memory_mb is placed against; 0: unknown.
+	GPUMemoryMB int64 `json:"gpu_memory_mb,omitempty"`
 }
 
 // Capacity is an amount of host resources: the whole of what a host offers
@@ -171,6 +174,10 @@ type Capacity struct {
 	GPUs     int     `json:"gpus"`
 	// Slots is the number of attempts the host runs at once.
 	Slots int `json:"slots"`
+	// StorageGB is the disk the host lends each attempt, which
+	// requirements.storage_gb is placed against; 0 (omitted) declares no
+	// share and bounds nothing. Only registration's capacity says it.
+	StorageGB int64 `json:"storage_gb,omitempty"`
 }
 
 // RegisterRequest announces a host. A host registers at start-up and again

@@ -101,7 +101,14 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties,
 		useWarm(f, driver, local, dataDir)
 		token := randomToken()
 		ctrl.AllowHost(token, local.ID())
+		// Measured, like a remote host's, so that a job's
+		// min_single_core_score is placed on this machine by its own score.
+		prof, err := agent.MeasureProfile(ctx, 0)
+		if err != nil {
+			log.Warn("local host: measuring this machine", "err", err)
+		}
 		host, err = agent.New(agent.Config{
+			Profile:    prof,
 			Controller: &agenthttp.Client{BaseURL: controllerURL, Token: token},
 			Driver:     driver, Images: images,
 			WorkRoot:    filepath.Join(dataDir, "host", "work"),

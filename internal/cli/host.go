@@ -41,6 +41,7 @@ type remoteHostFlags struct {
 	controllers, code, dataDir string
 	cpus, memoryGB             float64
 	gpus, slots                int
+	storageGB, gpuMemoryMB     int64
 	runsc, driver              string
 	allowUnisolated            bool
 	leaseWait                  time.Duration
@@ -48,7 +49,7 @@ type remoteHostFlags struct {
 }
 
 func runHost(ctx context.Context, e *env, args []string) error {
-	fs := e.newFlags("host --controller URL[,URL...] (--code cek_... | a credential in --data-dir) --data-dir DIR [--cpus N] [--memory-gb G] [--gpus K]",
+	fs := e.newFlags("host --controller URL[,URL...] (--code cek_... | a credential in --data-dir) --data-dir DIR [--cpus N] [--memory-gb G] [--gpus K] [--gpu-memory-mb M] [--storage-gb G]",
 		"Runs a bring-your-own-hardware host: it redeems the enrollment code on its first start (the credential\n"+
 			"is kept in DIR/"+credentialFile+", mode 0600; later starts need no code), then only dials out to\n"+
 			"the controller: register, long-poll for work, run each attempt in a gVisor sandbox, report.\n"+
@@ -61,6 +62,8 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU cores lent to tasks (0: the whole machine)")
 	fs.Float64Var(&f.memoryGB, "memory-gb", 0, "memory in GiB lent to tasks (0: the whole machine)")
 	fs.IntVar(&f.gpus, "gpus", 0, "GPUs lent to tasks")
+	fs.Int64Var(&f.gpuMemoryMB, "gpu-memory-mb", 0, "memory of each GPU in MiB, for requirements.gpu_memory_mb (0: nvidia-smi's)")
+	fs.Int64Var(&f.storageGB, "storage-gb", 0, "disk in GiB lent to each task, for requirements.storage_gb (0: what is free under --data-dir)")
 	fs.IntVar(&f.slots, "slots", 0, "tasks run at once (0: one per lent CPU)")
 	fs.StringVar(&f.runsc, "runsc", build.DefaultRunscPath, "gVisor runsc")
 	fs.StringVar(&f.driver, "driver", "gvisor", "sandbox: gvisor, or process (NOT a sandbox; needs --allow-unisolated, tests only)")
@@ -92,9 +95,18 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(e.stderr, nil)).With("component", "host")
 
-	prof, err := agent.DetectProfile()
+	if f.storageGB < 0 || f.gpuMemoryMB < 0 {
+		return errors.New("--storage-gb and --gpu-memory-mb must not be negative")
+	}
+	// Measured before enrolling, so that the profile the controller keeps
+	// for the host carries its single-core score.
+	prof, err := agent.MeasureProfile(ctx, f.gpuMemoryMB)
 	if err != nil {
 		log.Warn("measuring this machine", "err", err)
+	}
+	storageGB := f.storageGB
+	if storageGB == 0 {
+		storageGB = freeDiskGB(dataDir)
 	}
 	cpus, memGB := f.cpus, f.memoryGB
 	if cpus <= 0 {
@@ -145,14 +157,15 @@ func runHost(ctx context.Context, e *env, args []string) error {
 		CacheRoot: filepath.Join(dataDir, "cache"),
 		Slots:     slots,
 		Profile:   prof,
-		Capacity:  agentproto.Capacity{CPU: cpus, MemoryMB: int64(memGB * 1024), GPUs: f.gpus},
+		Capacity:  agentproto.Capacity{CPU: cpus, MemoryMB: int64(memGB * 1024), GPUs: f.gpus, StorageGB: storageGB},
 		LeaseWait: f.leaseWait,
 		Logger:    log,
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("host started", "controllers", urls, "cpus", cpus, "memory_gb", memGB, "gpus", f.gpus, "slots", slots, "driver", f.driver)
+	log.Info("host started", "controllers", urls, "cpus", cpus, "memory_gb", memGB, "gpus", f.gpus, "slots", slots,
+		"storage_gb", storageGB, "single_core_score", prof.SingleCoreScore, "gpu_memory_mb", prof.GPUMemoryMB, "driver", f.driver)
 	err = a.Run(ctx)
 	cctx, cancel = context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -262,4 +275,15 @@ func selfPath() string {
 		return ""
 	}
 	return p
+}
+
+// freeDiskGB is the space free to unprivileged users on dir's filesystem,
+// in whole GiB (at least 1, so that a nearly full disk still declares a
+// share that bounds placement rather than none).
+func freeDiskGB(dir string) int64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 1
+	}
+	return max(int64(st.Bavail)*st.Bsize>>30, 1)
 }

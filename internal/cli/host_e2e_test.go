@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -19,7 +20,13 @@ import (
 // The server type reads its JSON log like the server's.
 func startHost(t *testing.T, args ...string) *server {
 	t.Helper()
-	cmd := skiffCmd(t, nil, append([]string{"host"}, args...)...)
+	return startHostCmd(t, skiffCmd(t, nil, append([]string{"host"}, args...)...), args)
+}
+
+// startHostCmd starts cmd, a `skiff host` command (perhaps wrapped, as in
+// another network namespace), as startHost does.
+func startHostCmd(t *testing.T, cmd *exec.Cmd, args []string) *server {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

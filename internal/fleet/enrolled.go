@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/fault"
+	"github.com/skiffhq/skiff/internal/job/submit"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -62,4 +64,57 @@ func (c *Controller) storeSeen(ctx context.Context, h *host) {
 	if err := c.st.HostSeen(ctx, h.id, now); err != nil {
 		c.log.Warn("record host last seen", "host_id", h.id, "err", err)
 	}
+}
+
+// placement bounds a claim by what the host is, as it said at
+// registration: the memory of its GPUs and its single-core score (its
+// measured profile) and the disk it lends a task (its declared share). A
+// task asking more of any of them is left to another host.
+func (h *host) placement(p *store.TaskClaimParams) {
+	if h.capacity.GPUs > 0 {
+		p.GPUMemoryMB = h.profile.GPUMemoryMB
+	}
+	p.StorageGB = h.capacity.StorageGB
+	p.SingleCoreScore = h.profile.SingleCoreScore
+	if h.gpuOnly() {
+		p.MinGPUs = 1
+	}
+}
+
+// refreshEnrolled re-reads an enrolled host's record while its lease waits:
+// the operator may drain or remove it meanwhile, from another process
+// (`skiff admin drain-host`) that wakes no lease here, and a wake for new
+// work must not hand that work to a host drained since its request came.
+// Guarded by h.lease. On a store error the last record stands.
+func (c *Controller) refreshEnrolled(ctx context.Context, h *host) {
+	cur, err := c.st.HostGet(ctx, h.id)
+	if err != nil {
+		c.log.Warn("re-read host record", "host_id", h.id, "err", err)
+		return
+	}
+	h.enrolled = cur
+}
+
+// maxSingleCoreScore bounds a host's reported score: 100 times the
+// baseline core is no machine, only a mistake or a lie.
+const maxSingleCoreScore = 100
+
+// checkPlacementClaims refuses what a registering host says of itself
+// that placement would trust and that cannot be real: a negative or
+// absurd storage share or GPU memory, a negative or absurd single-core
+// score. (CPUs, memory and GPUs are bounded by the declared share.)
+func checkPlacementClaims(req *agentproto.RegisterRequest) error {
+	absurd := func(field, format string, args ...any) error {
+		return fault.Invalid("invalid_share", "Report what this machine has: storage_gb 0 to 65536, gpu_memory_mb 0 to 1048576, single_core_score 0 to 100.",
+			format, args...).With("field", field)
+	}
+	switch c, p := req.Capacity, req.Profile; {
+	case c.StorageGB < 0 || c.StorageGB > submit.MaxStorageGB:
+		return absurd("capacity.storage_gb", "storage_gb %d is not in [0, %d]", c.StorageGB, submit.MaxStorageGB)
+	case p.GPUMemoryMB < 0 || p.GPUMemoryMB > submit.MaxGPUMemoryMB:
+		return absurd("resource_profile.gpu_memory_mb", "gpu_memory_mb %d is not in [0, %d]", p.GPUMemoryMB, submit.MaxGPUMemoryMB)
+	case !(p.SingleCoreScore >= 0 && p.SingleCoreScore <= maxSingleCoreScore):
+		return absurd("resource_profile.single_core_score", "single_core_score %v is not in [0, %d]", p.SingleCoreScore, maxSingleCoreScore)
+	}
+	return nil
 }

@@ -36,6 +36,17 @@ func (s *scripted) enrolled(spec enroll.Spec, cpus, memoryGB float64, gpus int, 
 	return h, svc
 }
 
+// enrolledProfile is enrolled with the profile the host registers with (as
+// `skiff host` measures it).
+func (s *scripted) enrolledProfile(spec enroll.Spec, cpus, memoryGB float64, gpus int, claims agentproto.Capacity,
+	prof agentproto.ResourceProfile) *scriptedHost {
+	s.t.Helper()
+	h, _ := s.enrolled(spec, cpus, memoryGB, gpus, claims)
+	h.profile = prof
+	h.register()
+	return h
+}
+
 func wantStatus(t *testing.T, what string, err error, status int) {
 	t.Helper()
 	var se *agenthttp.StatusError
@@ -194,6 +205,34 @@ func TestScriptedDrainAndRemove(t *testing.T) {
 		atts := s.attempts(j3)
 		if len(atts) != 2 || atts[0].Status != store.AttemptLost || atts[0].CostMicros != 0 || atts[0].BilledSeconds != 0 {
 			t.Fatalf("j3's attempts %s; want the removed host's lost and unbilled", attemptsString(atts))
+		}
+	})
+}
+
+// A host drained while its lease waits (from another process, which wakes
+// no one) is not handed the work whose submission ends the wait.
+func TestScriptedDrainDuringLongPoll(t *testing.T) {
+	engines(t, func(t *testing.T, st store.Store) {
+		s := newScripted(t, st)
+		h, svc := s.enrolled(enroll.Spec{}, 2, 4, 0, agentproto.Capacity{CPU: 2, MemoryMB: 4096, Slots: 2})
+		got := make(chan *agentproto.LeaseResponse, 1)
+		go func() {
+			resp, err := h.leaseErr(h.capacity, 3*time.Second)
+			if err != nil {
+				t.Errorf("lease: %v", err)
+			}
+			got <- resp
+		}()
+		time.Sleep(300 * time.Millisecond) // let the lease start waiting; if not, the drain is seen at its start
+		if _, err := svc.Drain(context.Background(), h.id); err != nil {
+			t.Fatal(err)
+		}
+		j := s.submit(apiv1.JobSubmit{}) // wakes the waiting lease
+		if resp := <-got; resp != nil && len(resp.Assignments) != 0 {
+			t.Fatalf("a host drained during its lease was given %v", ids(resp.Assignments))
+		}
+		if s.job(j).Status != store.JobQueued {
+			t.Errorf("the job is %s, want still queued", s.job(j).Status)
 		}
 	})
 }

@@ -27,6 +27,9 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 	if !agentproto.Supported(req.ProtocolVersion) {
 		return nil, errVersion
 	}
+	if err := checkPlacementClaims(req); err != nil {
+		return nil, err
+	}
 	prof, _ := json.Marshal(req.Profile)
 	h := &host{id: hostID, protocol: req.ProtocolVersion, driver: req.Driver, profile: req.Profile, profJSON: prof,
 		capacity: declaredShare(req.Capacity, enrolled), lastSeen: c.clk.Now(), cancelSent: map[string]time.Time{}, enrolled: enrolled}
@@ -74,7 +77,10 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 	wait := min(time.Duration(req.WaitS)*time.Second, c.cfg.HeartbeatInterval)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	for {
+	for first := true; ; first = false {
+		if enrolled != nil && !first {
+			c.refreshEnrolled(ctx, h)
+		}
 		c.seen(ctx, h)
 		woken := c.wake.Changed() // before looking, so that a wake after the look is not missed
 		rec, err := c.reconcile(ctx, h, req.Running)
@@ -205,9 +211,7 @@ func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capaci
 		now := c.clk.Now()
 		p := &store.TaskClaimParams{HostID: h.id, AttemptID: id.New(id.Attempt), ResourceProfile: h.profJSON,
 			FreeCPU: cpu + 1e-9, FreeMemoryMB: mem, FreeGPUs: gpus, Now: now}
-		if h.gpuOnly() {
-			p.MinGPUs = 1
-		}
+		h.placement(p)
 		if c.hostCount() > 1 {
 			p.AvoidRequeuedSince = now.Add(-c.cfg.RetryAvoidWindow)
 		}

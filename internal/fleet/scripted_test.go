@@ -118,9 +118,12 @@ type scriptedHost struct {
 	id       string
 	ctl      *agenthttp.Client
 	capacity agentproto.Capacity
-	running  []string
-	seq      map[string]int64
-	version  int
+	// profile is what it registers with; the zero value says only its
+	// cpu count and memory.
+	profile agentproto.ResourceProfile
+	running []string
+	seq     map[string]int64
+	version int
 }
 
 func (s *scripted) host(slots int, cpu float64) *scriptedHost {
@@ -142,9 +145,12 @@ func (s *scripted) hostV(slots int, cpu float64, v int) *scriptedHost {
 
 func (h *scriptedHost) register() {
 	h.s.t.Helper()
+	prof := h.profile
+	if prof == (agentproto.ResourceProfile{}) {
+		prof = agentproto.ResourceProfile{CPUCount: int(h.capacity.CPU), MemoryTotalMB: h.capacity.MemoryMB}
+	}
 	resp, err := h.ctl.Register(context.Background(), &agentproto.RegisterRequest{ProtocolVersion: h.version,
-		Driver: "scripted", Profile: agentproto.ResourceProfile{CPUCount: int(h.capacity.CPU), MemoryTotalMB: h.capacity.MemoryMB},
-		Capacity: h.capacity, Running: h.running})
+		Driver: "scripted", Profile: prof, Capacity: h.capacity, Running: h.running})
 	if err != nil || resp.HostID != h.id || resp.ProtocolVersion != h.version {
 		h.s.t.Fatalf("register at version %d: %+v, %v", h.version, resp, err)
 	}

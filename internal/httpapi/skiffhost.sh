@@ -7,17 +7,21 @@
 # the host keeps its credential in its data dir, so no new code is needed.
 #
 #   curl -fsSL CONTROLLER/skiff-host | sudo sh -s -- --code cek_... [--cpus N] [--memory-gb G] [--gpus K]
+#
+# --prefix DIR installs everything under DIR instead (DIR/bin/skiff,
+# DIR/lib/skiff/runsc, DIR/etc/systemd/system/skiff-host.service, data in
+# DIR/var/lib/skiff-host), needs no root to install and leaves systemd alone.
+# --foreground runs the host in the foreground instead of under systemd (a
+# machine or container without systemd; the script then never returns).
 set -eu
 
 CONTROLLER='@CONTROLLER@'
 CODE=''
-CPUS=''
-MEMORY_GB=''
-GPUS=''
-DATA_DIR='/var/lib/skiff-host'
-BIN_DIR='/usr/local/bin'
-RUNSC_DIR='/usr/local/lib/skiff'
-UNIT='/etc/systemd/system/skiff-host.service'
+PREFIX=''
+DATA_DIR=''
+FOREGROUND=''
+# Flags passed on to `skiff host` as given.
+HOST_FLAGS=''
 
 die() {
 	echo "skiff-host: $*" >&2
@@ -25,25 +29,67 @@ die() {
 }
 
 usage() {
-	echo 'usage: sh -s -- --code cek_... [--cpus N] [--memory-gb G] [--gpus K] [--controller URL[,URL...]] [--data-dir DIR]' >&2
+	echo 'usage: sh -s -- --code cek_... [--cpus N] [--memory-gb G] [--gpus K] [--gpu-memory-mb M] [--storage-gb G] [--slots N]' >&2
+	echo '       [--controller URL[,URL...]] [--data-dir DIR] [--prefix DIR] [--foreground]' >&2
 	exit 2
 }
 
+# number FLAG VALUE: VALUE must be a plain decimal number, since it is
+# written into the unit's command line.
+number() {
+	case $2 in
+	'' | *[!0-9.]*) die "$1 takes a number, not '$2'" ;;
+	esac
+}
+
 while [ $# -gt 0 ]; do
+	case "$1" in
+	--foreground)
+		FOREGROUND=1
+		shift
+		continue
+		;;
+	esac
 	[ $# -ge 2 ] || usage
 	case "$1" in
 	--code) CODE=$2 ;;
-	--cpus) CPUS=$2 ;;
-	--memory-gb) MEMORY_GB=$2 ;;
-	--gpus) GPUS=$2 ;;
+	--cpus | --memory-gb | --gpus | --gpu-memory-mb | --storage-gb | --slots)
+		number "$1" "$2"
+		HOST_FLAGS="$HOST_FLAGS $1 $2"
+		;;
 	--controller) CONTROLLER=$2 ;;
 	--data-dir) DATA_DIR=$2 ;;
+	--prefix) PREFIX=$2 ;;
 	*) usage ;;
 	esac
 	shift 2
 done
 
-[ "$(id -u)" -eq 0 ] || die 'run as root (curl ... | sudo sh -s -- ...)'
+# Only what is safe unquoted in a unit's command line: these are written
+# into it as words.
+for v in "$CODE" "$CONTROLLER" "$PREFIX" "$DATA_DIR"; do
+	case $v in
+	*[!A-Za-z0-9_.:/,@%+=-]*) die "'$v' holds characters this installer does not write into a command line" ;;
+	esac
+done
+
+if [ -n "$PREFIX" ]; then
+	case $PREFIX in
+	/*) ;;
+	*) die '--prefix must be an absolute path' ;;
+	esac
+	BIN_DIR="$PREFIX/bin"
+	RUNSC_DIR="$PREFIX/lib/skiff"
+	UNIT="$PREFIX/etc/systemd/system/skiff-host.service"
+	[ -n "$DATA_DIR" ] || DATA_DIR="$PREFIX/var/lib/skiff-host"
+else
+	[ "$(id -u)" -eq 0 ] || die 'run as root (curl ... | sudo sh -s -- ...), or pass --prefix DIR'
+	BIN_DIR='/usr/local/bin'
+	RUNSC_DIR='/usr/local/lib/skiff'
+	UNIT='/etc/systemd/system/skiff-host.service'
+	[ -n "$DATA_DIR" ] || DATA_DIR='/var/lib/skiff-host'
+fi
+[ -n "$CONTROLLER" ] || die 'pass --controller URL (the address this script was fetched from is unknown)'
 command -v curl >/dev/null 2>&1 || die 'curl is needed'
 command -v sha256sum >/dev/null 2>&1 || die 'sha256sum is needed (coreutils)'
 if [ ! -f "$DATA_DIR/host-credential.json" ] && [ -z "$CODE" ]; then
@@ -58,9 +104,12 @@ aarch64 | arm64) arch=arm64 ;;
 esac
 first=${CONTROLLER%%,*}
 
-# fetch NAME DEST: download /skiff-host/bin/NAME and check its sha256.
+# fetch NAME DEST: download /skiff-host/bin/NAME, check its sha256 and move
+# it into place in one rename, so that a running host's binary is replaced,
+# never half written.
 fetch() {
-	tmp=$(mktemp)
+	mkdir -p "$(dirname "$2")"
+	tmp="$2.download"
 	curl -fsSL "$first/skiff-host/bin/$1" -o "$tmp" || {
 		rm -f "$tmp"
 		die "cannot download $1 from $first"
@@ -74,8 +123,8 @@ fetch() {
 		rm -f "$tmp"
 		die "$1: sha256 $got, want $want"
 	fi
-	install -D -m 0755 "$tmp" "$2"
-	rm -f "$tmp"
+	chmod 0755 "$tmp"
+	mv -f "$tmp" "$2"
 }
 
 fetch "$os-$arch" "$BIN_DIR/skiff"
@@ -83,12 +132,11 @@ fetch "runsc-$os-$arch" "$RUNSC_DIR/runsc"
 mkdir -p "$DATA_DIR"
 chmod 0700 "$DATA_DIR"
 
-args="host --controller $CONTROLLER --data-dir $DATA_DIR --runsc $RUNSC_DIR/runsc"
-[ -z "$CODE" ] || args="$args --code $CODE"
-[ -z "$CPUS" ] || args="$args --cpus $CPUS"
-[ -z "$MEMORY_GB" ] || args="$args --memory-gb $MEMORY_GB"
-[ -z "$GPUS" ] || args="$args --gpus $GPUS"
+args="host --controller $CONTROLLER --data-dir $DATA_DIR --runsc $RUNSC_DIR/runsc$HOST_FLAGS"
+# The code is used once: with a credential kept already, it is left out.
+[ -z "$CODE" ] || [ -f "$DATA_DIR/host-credential.json" ] || args="$args --code $CODE"
 
+mkdir -p "$(dirname "$UNIT")"
 cat >"$UNIT" <<UNIT
 [Unit]
 Description=Skiff host (bring-your-own-hardware)
@@ -107,11 +155,16 @@ WantedBy=multi-user.target
 UNIT
 chmod 0644 "$UNIT"
 
-if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+if [ -n "$FOREGROUND" ]; then
+	echo "skiff-host: installed; running $BIN_DIR/skiff $args" >&2
+	# shellcheck disable=SC2086 # args is split into words on purpose
+	exec "$BIN_DIR/skiff" $args
+fi
+if [ -z "$PREFIX" ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
 	systemctl daemon-reload
 	systemctl enable skiff-host.service >/dev/null
 	systemctl restart skiff-host.service
 	echo 'skiff-host: installed and started (journalctl -u skiff-host -f)'
 else
-	echo "skiff-host: installed; no systemd here: run $BIN_DIR/skiff $args"
+	echo "skiff-host: installed; no systemd unit started: run $BIN_DIR/skiff $args (or pass --foreground)"
 fi

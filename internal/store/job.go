@@ -340,6 +340,17 @@ type TaskClaimParams struct {
 	// MinGPUs passes over tasks asking for fewer GPUs: 1 on a host
 	// enrolled for GPU work only, which takes no CPU-only task.
 	MinGPUs int64
+	// Placement beyond the free capacity: what the host is, not what it
+	// has left. GPUMemoryMB is the memory of each of the host's GPUs (0:
+	// unknown), so a task asking more per GPU (requirements.gpu_memory_mb)
+	// is passed over. StorageGB is the disk the host lends one task; a
+	// task asking more (requirements.storage_gb) is passed over; 0 bounds
+	// nothing (the host declared no share, as the controller's own host).
+	// SingleCoreScore is the host's measured score (baseline 1.0): a task
+	// whose requirements.min_single_core_score is above it is passed over.
+	GPUMemoryMB     int64
+	StorageGB       int64
+	SingleCoreScore float64
 	// AvoidRequeuedSince, when set, passes over tasks that this host ran
 	// last and that were requeued at or after it, so that a retry goes to
 	// another host while one may take it. Zero avoids nothing.

@@ -72,7 +72,7 @@ func (c *Client) Report(ctx context.Context, ev *agentproto.AttemptEvent) error 
 	var resp agentproto.EventResponse
 	err := c.post(ctx, agentproto.AttemptEventsURLPath(url.PathEscape(ev.AttemptID)), ev, &resp)
 	if se, ok := err.(*StatusError); ok && (se.StatusCode == http.StatusConflict || se.StatusCode == http.StatusGone) {
-		return nil
+		return fmt.Errorf("report %s event %d of %s: %w", ev.Kind, ev.Seq, ev.AttemptID, agent.ErrAttemptEnded)
 	}
 	if err != nil {
 		return fmt.Errorf("report %s event %d of %s: %w", ev.Kind, ev.Seq, ev.AttemptID, err)

@@ -52,7 +52,10 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("gvisor: runsc %s is not executable", cfg.RunscPath)
 	}
 	if os.Geteuid() != 0 {
-		return nil, errors.New("gvisor: must run as root (runsc needs it to apply cgroup limits)")
+		// Rootless runsc would run the task with no CPU or memory limit at
+		// all (docs/hosting.md, "Root, and rootless runsc"): refused rather
+		// than run beyond the share the owner declared.
+		return nil, errors.New("gvisor: must run as root: runsc applies the task's CPU and memory limits only as root, and rootless runsc would run tasks without them (see /docs/hosting, \"Root, and rootless runsc\")")
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("gvisor: create state dir: %w", err)

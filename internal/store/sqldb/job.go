@@ -509,7 +509,7 @@ func (q *queries) TaskClaim(ctx context.Context, p *store.TaskClaimParams) (*sto
 			avoid = micros(p.AvoidRequeuedSince)
 		}
 		t, err := scanTask(q.write.QueryRowContext(ctx, q.sql("TaskClaim"), p.HostID, micros(p.Now),
-			p.FreeCPU, p.FreeMemoryMB, p.FreeGPUs, avoid, p.MinGPUs))
+			p.FreeCPU, p.FreeMemoryMB, p.FreeGPUs, avoid, p.MinGPUs, p.GPUMemoryMB, p.StorageGB, p.SingleCoreScore))
 		if err != nil {
 			return q.mapErr(err) // no row: nothing queued
 		}

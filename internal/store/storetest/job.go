@@ -17,6 +17,7 @@ var jobTests = map[string]func(*testing.T, store.Store){
 	"ProjectActiveJobCount":   testProjectActiveJobCount,
 	"TaskClaimOrder":          testTaskClaimOrder,
 	"TaskClaimFit":            testTaskClaimFit,
+	"TaskClaimPlacement":      testTaskClaimPlacement,
 	"JobDependencies":         testJobDependencies,
 	"TaskClaimConcurrent":     testTaskClaimConcurrent,
 	"CancelRacesClaims":       testCancelRacesClaims,

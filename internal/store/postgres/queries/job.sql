@@ -18,6 +18,9 @@ WHERE id = (
         WHERE t.status = 'queued' AND j.status IN ('queued', 'running')
           AND t.req_cpu <= $3 AND t.req_memory_mb <= $4 AND t.req_gpus <= $5 AND t.req_gpus >= $7
           AND NOT (t.last_host_id = $1 AND t.updated_at >= $6)
+          AND COALESCE((t.requirements::jsonb ->> 'gpu_memory_mb')::bigint, 0) <= $8::bigint
+          AND ($9::bigint = 0 OR COALESCE((t.requirements::jsonb ->> 'storage_gb')::bigint, 0) <= $9::bigint)
+          AND COALESCE((t.requirements::jsonb ->> 'min_single_core_score')::double precision, 0) <= $10::double precision
         ORDER BY t.priority, t.submitted_at, t.job_id, t.idx
         LIMIT 1
         FOR UPDATE OF t SKIP LOCKED)

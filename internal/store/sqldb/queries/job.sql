@@ -133,6 +133,10 @@ SELECT status, COUNT(*) FROM tasks WHERE job_id = $1 GROUP BY status;
 -- taken. $6: a task this host ran last and that was requeued at or after $6
 -- is left to other hosts (retries prefer a different host). $7: the least
 -- GPUs a task must ask for (1 on a host enrolled for GPU work only).
+-- $8-$10 are what the host is: its memory per GPU, the disk it lends a task
+-- (0: no bound) and its single-core score. They are read from the task's
+-- requirements JSON, which every task has, rather than from columns of
+-- their own: the first queued task usually fits, so the claim reads one.
 UPDATE tasks SET status = 'running', attempts = attempts + 1, last_host_id = $1,
        started_at = COALESCE(started_at, $2), updated_at = $2
 WHERE id = (
@@ -140,6 +144,9 @@ WHERE id = (
         WHERE t.status = 'queued' AND j.status IN ('queued', 'running')
           AND t.req_cpu <= $3 AND t.req_memory_mb <= $4 AND t.req_gpus <= $5 AND t.req_gpus >= $7
           AND NOT (t.last_host_id = $1 AND t.updated_at >= $6)
+          AND COALESCE(json_extract(t.requirements, '$.gpu_memory_mb'), 0) <= $8
+          AND ($9 = 0 OR COALESCE(json_extract(t.requirements, '$.storage_gb'), 0) <= $9)
+          AND COALESCE(json_extract(t.requirements, '$.min_single_core_score'), 0) <= $10
         ORDER BY t.priority, t.submitted_at, t.job_id, t.idx
         LIMIT 1)
   AND status = 'queued'

@@ -77,9 +77,15 @@ func (n *netns) restore() { n.ip("-n", n.Name, "link", "set", n.peer, "up") }
 // result per task, the job charged once); it registers again and takes
 // work as before.
 func TestHostsNetworkCutLongerThanLease(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) { testHostsNetworkCut(t, engine) })
+	}
+}
+
+func testHostsNetworkCut(t *testing.T, engine string) {
 	ns := newNetns(t)
 	// A heartbeat of 1 s: a host silent for 3 s is lost.
-	f, _ := newFleetAt(t, "sqlite", ns.HostIP, []string{"--host-heartbeat", "1s"})
+	f, _ := newFleetAt(t, engine, ns.HostIP, []string{"--host-heartbeat", "1s"})
 	cutHost := f.addHost("cut", ns.Name)
 
 	job := f.submit(1, 4000, "cut")

@@ -35,6 +35,8 @@ type Service struct {
 	waker   Notifier
 	// requests caches decoded submissions for execution (requestcache.go).
 	requests requestCache
+	// dequeued are jobs known to have left the queue (ClaimSeveral).
+	dequeued jobSet
 }
 
 // Config wires a Service.

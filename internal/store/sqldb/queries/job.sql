@@ -242,8 +242,11 @@ RETURNING id, task_id, job_id, number, status, host_id, resource_profile, exit_c
           cpu, memory_mb, gpus, rate_micros_per_hour;
 
 -- name: JobEventCreate
-INSERT INTO job_events (id, job_id, task_id, attempt_id, kind, data, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7);
+-- $8 is the event's position where the engine numbers events as they are
+-- inserted (JobEventPositionNext), NULL where its migration 015 numbers
+-- them (PostgreSQL, at commit).
+INSERT INTO job_events (id, job_id, task_id, attempt_id, kind, data, created_at, position)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
 
 -- name: JobEventList
 -- position is NULL only for the events of the reading transaction itself,

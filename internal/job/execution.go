@@ -329,7 +329,7 @@ type SpilledResult struct {
 // transaction that ended a task, after it. j is the job when the caller has
 // read it already; nil reads it, only when the job does end.
 func (s *Service) endIfDone(ctx context.Context, q store.Querier, jobID string, j *store.Job, now time.Time) error {
-	if err := q.JobTouch(ctx, jobID, now); err != nil {
+	if err := q.JobLock(ctx, jobID); err != nil {
 		return err
 	}
 	if open, err := q.TaskOpenExists(ctx, jobID); err != nil || open {

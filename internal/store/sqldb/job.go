@@ -630,8 +630,9 @@ func (q *queries) JobDependencyStatuses(ctx context.Context, jobID string) (map[
 	return out, rows.Err()
 }
 
-func (q *queries) JobTouch(ctx context.Context, id string, now time.Time) error {
-	return q.execOne(ctx, "JobTouch", id, micros(now))
+func (q *queries) JobLock(ctx context.Context, id string) error {
+	var one int
+	return q.mapErr(q.write.QueryRowContext(ctx, q.sql("JobLock"), id).Scan(&one))
 }
 
 func (q *queries) AttemptListOpen(ctx context.Context, hostID string) ([]*store.Attempt, error) {

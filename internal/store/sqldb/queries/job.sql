@@ -206,11 +206,12 @@ SELECT id, task_id, job_id, number, status, host_id, resource_profile, exit_code
        cpu, memory_mb, gpus, rate_micros_per_hour
 FROM attempts WHERE id = $1;
 
--- name: JobTouch
--- Takes the job's row lock (PostgreSQL) for the rest of the transaction, so
--- that the ends of a job's last two tasks, finishing at once, are decided one
--- after the other and the second sees the first.
-UPDATE jobs SET updated_at = $2 WHERE id = $1;
+-- name: JobLock
+-- SQLite serialises writers; the row is only read. PostgreSQL overrides it
+-- with FOR UPDATE: the job's row lock for the rest of the transaction, so
+-- that the ends of a job's last two tasks, finishing at once, are decided
+-- one after the other and the second sees the first.
+SELECT 1 FROM jobs WHERE id = $1;
 
 -- name: AttemptExists
 SELECT COUNT(*) FROM attempts WHERE id = $1;

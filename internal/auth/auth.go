@@ -20,6 +20,7 @@ type Service struct {
 	store  store.Store
 	clock  clock.Clock
 	wallet WalletConfig
+	keys   keyCache
 }
 
 func New(s store.Store, c clock.Clock, wallet WalletConfig) *Service {
@@ -100,7 +101,7 @@ func (s *Service) Authenticate(ctx context.Context, header string) (*store.Princ
 	if strings.HasPrefix(token, id.Session) {
 		p, err = s.store.PrincipalGetBySessionHash(ctx, id.Hash(token), s.clock.Now())
 	} else {
-		p, err = s.store.PrincipalGetByKeyHash(ctx, id.Hash(token))
+		p, err = s.principalByKey(ctx, id.Hash(token))
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fault.Unauthenticated("invalid credentials")

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -203,11 +202,20 @@ func (c *Controller) reconcile(ctx context.Context, h *host, running []string) (
 }
 
 // assign claims the tasks that fit free, best first, and turns them into
-// assignments.
+// assignments. The claims share one transaction (job.ClaimSeveral): a host
+// with free slots gets them all filled for one commit.
 func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capacity) ([]agentproto.Assignment, error) {
-	var out []agentproto.Assignment
 	cpu, mem, gpus := free.CPU, free.MemoryMB, int64(free.GPUs)
-	for slots := free.Slots; slots > 0; slots-- {
+	claimed, err := c.jobs.ClaimSeveral(ctx, func(prev []job.Claimed) *store.TaskClaimParams {
+		if len(prev) > 0 {
+			t := prev[len(prev)-1].Task
+			cpu -= t.CPU
+			mem -= t.MemoryMB
+			gpus -= t.GPUs
+		}
+		if len(prev) >= free.Slots {
+			return nil
+		}
 		now := c.clk.Now()
 		p := &store.TaskClaimParams{HostID: h.id, AttemptID: id.New(id.Attempt), ResourceProfile: h.profJSON,
 			FreeCPU: cpu + 1e-9, FreeMemoryMB: mem, FreeGPUs: gpus, Now: now}
@@ -215,13 +223,14 @@ func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capaci
 		if c.hostCount() > 1 {
 			p.AvoidRequeuedSince = now.Add(-c.cfg.RetryAvoidWindow)
 		}
-		t, a, err := c.jobs.Claim(ctx, p)
-		if errors.Is(err, store.ErrNotFound) {
-			break
-		}
-		if err != nil {
-			return out, fmt.Errorf("claim: %w", err)
-		}
+		return p
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	var out []agentproto.Assignment
+	for _, cl := range claimed {
+		t, a := cl.Task, cl.Attempt
 		asg, err := c.assignment(ctx, h, t, a)
 		if err != nil {
 			// The platform cannot describe the task (its revision is
@@ -233,9 +242,6 @@ func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capaci
 			continue
 		}
 		out = append(out, *asg)
-		cpu -= t.CPU
-		mem -= t.MemoryMB
-		gpus -= t.GPUs
 	}
 	return out, nil
 }

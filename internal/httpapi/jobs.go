@@ -89,12 +89,14 @@ func (s *Server) jobSubmit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, replayed, err := s.jobs.SubmitIdempotent(r.Context(), principal(r.Context()).Account.ID, js, key)
+	j, summary, replayed, err := s.jobs.SubmitView(r.Context(), principal(r.Context()).Account.ID, js, key)
 	if err != nil {
 		return err
 	}
-	v, err := s.jobObject(r.Context(), j)
-	if err != nil {
+	var v *apiv1.Job
+	if summary != nil {
+		v = job.JobView(j, summary) // as admitted: no need to read it back
+	} else if v, err = s.jobObject(r.Context(), j); err != nil {
 		return err
 	}
 	if replayed {

@@ -1,7 +1,10 @@
 package job_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -123,4 +126,41 @@ func TestIdempotentSubmit(t *testing.T) {
 	if again, replayed, _ := b.svc.SubmitIdempotent(ctx, b.account, decode(t, body), funded); !replayed || again.ID != j.ID {
 		t.Errorf("resend after funding: want the funded job replayed")
 	}
+}
+
+// The job a submission answers with shows the same summary (task counts,
+// completeness, hold and cost) as a read of the job right after it; a
+// replay of an Idempotency-Key leaves the summary to that read.
+func TestSubmitViewShowsWhatAReadShows(t *testing.T) {
+	onEngines(t, func(t *testing.T, b *bundle) {
+		ctx := t.Context()
+		for i, body := range []string{
+			`{"project":"demo","runner_command":["/r"]}`,
+			`{"project":"demo","runner_command":["/r"],"payload":{},"fan_out":{"items":[{},{},{}]},"max_retries":2}`,
+		} {
+			key := job.Idempotency{Key: fmt.Sprintf("view-%d", i), RequestHash: "h"}
+			j, summary, replayed, err := b.svc.SubmitView(ctx, b.account, decode(t, body), key)
+			if err != nil || replayed || summary == nil {
+				t.Fatalf("submit %d: summary %s, replayed %v, %v; want a summary", i, summary, replayed, err)
+			}
+			read, err := b.svc.SummaryOf(ctx, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, want any
+			if err := json.Unmarshal(summary, &got); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(read, &want); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("submit %d answered summary\n%s\nbut a read shows\n%s", i, summary, read)
+			}
+			again, summary, replayed, err := b.svc.SubmitView(ctx, b.account, decode(t, body), key)
+			if err != nil || !replayed || again.ID != j.ID || summary != nil {
+				t.Errorf("resend %d: job %v, replayed %v, summary %s, %v; want the same job replayed, no summary", i, again, replayed, summary, err)
+			}
+		}
+	})
 }

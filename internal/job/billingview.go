@@ -35,11 +35,6 @@ type summaryBilling struct {
 // holds funds, and cost (see apiv1.JobCost). They are read fresh on every
 // view, so a job's summary shows its hold settle and its cost grow.
 func (s *Service) withBilling(ctx context.Context, j *store.Job, summary json.RawMessage) (json.RawMessage, error) {
-	var b summaryBilling
-	var stored map[string]json.RawMessage
-	if json.Unmarshal(j.Billing, &stored) == nil {
-		b.Estimate, b.Admission = stored["billing_estimate"], stored["billing_admission"]
-	}
 	h, err := s.store.HoldGetByJob(ctx, j.ID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -50,6 +45,17 @@ func (s *Service) withBilling(ctx context.Context, j *store.Job, summary json.Ra
 	meter, err := s.store.JobMeterTotal(ctx, j.ID)
 	if err != nil {
 		return nil, fmt.Errorf("cost of %s: %w", j.ID, err)
+	}
+	return addBilling(j, summary, h, meter)
+}
+
+// addBilling is withBilling for a job whose hold (nil: none) and meter
+// are known.
+func addBilling(j *store.Job, summary json.RawMessage, h *store.Hold, meter *store.JobMeter) (json.RawMessage, error) {
+	var b summaryBilling
+	var stored map[string]json.RawMessage
+	if json.Unmarshal(j.Billing, &stored) == nil {
+		b.Estimate, b.Admission = stored["billing_estimate"], stored["billing_admission"]
 	}
 	b.Cost = apiv1.JobCost{ChargedUSD: apiv1.USD(meter.CostMicros), MeteredUSD: apiv1.USD(meter.CostMicros),
 		BilledSeconds: meter.BilledSeconds}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
@@ -24,34 +25,92 @@ import (
 // host and moves its job to running (section 3.1: capacity assigned), in
 // one transaction. store.ErrNotFound when nothing fits.
 func (s *Service) Claim(ctx context.Context, p *store.TaskClaimParams) (*store.Task, *store.Attempt, error) {
-	var task *store.Task
-	var att *store.Attempt
-	err := s.store.InTx(ctx, func(q store.Querier) error {
-		t, a, err := q.TaskClaim(ctx, p)
-		if err != nil {
-			return err
+	claimed, err := s.ClaimSeveral(ctx, func(prev []Claimed) *store.TaskClaimParams {
+		if len(prev) > 0 {
+			return nil
 		}
-		// The task's move to running is an event of its own, so that a
-		// stream shows it (docs/streams.md).
-		if err := s.event(ctx, q, a.JobID, a.TaskID, a.ID, "attempt.assigned",
-			map[string]any{"attempt_number": a.Number, "worker_handle": a.HostID}, p.Now); err != nil {
-			return err
-		}
-		_, err = q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: t.JobID, From: []store.JobStatus{store.JobQueued},
-			To: store.JobRunning, Now: p.Now})
-		if err == nil {
-			err = s.event(ctx, q, t.JobID, "", "", "job.running", nil, p.Now)
-		}
-		if err != nil && !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-		task, att = t, a
-		return nil
+		return p
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return task, att, nil
+	if len(claimed) == 0 {
+		return nil, nil, store.ErrNotFound
+	}
+	return claimed[0].Task, claimed[0].Attempt, nil
+}
+
+// Claimed is a task a claim took and the attempt that runs it.
+type Claimed struct {
+	Task    *store.Task
+	Attempt *store.Attempt
+}
+
+// ClaimSeveral assigns several tasks to one host in one transaction, as
+// many as next asks for: next gives the parameters of each claim, knowing
+// what was claimed so far (so that the caller can take their requirements
+// off the host's free capacity), and nil once the host has room for no
+// more. It stops at the first claim that finds nothing to fit and returns
+// what it took (none: an empty slice, no error). Every claimed task's job
+// is moved to running (section 3.1: capacity assigned) in the same
+// transaction. One commit serves all the claims: on SQLite the commit cost
+// as much as the claim's statements (docs/bench.md, fan-out dispatch).
+func (s *Service) ClaimSeveral(ctx context.Context, next func(prev []Claimed) *store.TaskClaimParams) ([]Claimed, error) {
+	var claimed []Claimed
+	var moved []string
+	err := s.store.InTx(ctx, func(q store.Querier) error {
+		var now time.Time
+		for p := next(nil); p != nil; p = next(claimed) {
+			t, a, err := q.TaskClaim(ctx, p)
+			if errors.Is(err, store.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			// The task's move to running is an event of its own, so that a
+			// stream shows it (docs/streams.md).
+			if err := s.event(ctx, q, a.JobID, a.TaskID, a.ID, "attempt.assigned",
+				map[string]any{"attempt_number": a.Number, "worker_handle": a.HostID}, p.Now); err != nil {
+				return err
+			}
+			claimed = append(claimed, Claimed{Task: t, Attempt: a})
+			now = p.Now
+		}
+		// The jobs' moves come after the claims: on PostgreSQL a
+		// transaction locks tasks before jobs (store.JobStore's lock
+		// order). A job is moved only while it may still be queued: a job
+		// that left the queue never returns to it (store.JobTransitions),
+		// so once this service has seen it leave, the move is not tried
+		// again for every task.
+		for _, c := range claimed {
+			jobID := c.Task.JobID
+			if slices.Contains(moved, jobID) || s.dequeued.has(jobID) {
+				continue
+			}
+			moved = append(moved, jobID)
+			_, err := q.JobSetStatus(ctx, &store.JobSetStatusParams{ID: jobID, From: []store.JobStatus{store.JobQueued},
+				To: store.JobRunning, Now: now})
+			if err == nil {
+				err = s.event(ctx, q, jobID, "", "", "job.running", nil, now)
+			}
+			if err != nil && !errors.Is(err, store.ErrConflict) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Only once committed: a rolled-back move left its job queued.
+	for _, jobID := range moved {
+		s.dequeued.add(jobID)
+	}
+	if claimed == nil {
+		claimed = []Claimed{}
+	}
+	return claimed, nil
 }
 
 // Request decodes the normalised submission stored with a job.
@@ -65,8 +124,13 @@ func Request(j *store.Job) (*submit.Submission, error) {
 
 // AttemptStarted records that the runner started. store.ErrConflict when the
 // attempt is not assigned (a repeated event, or it ended meanwhile).
+//
+// Hosts report starts and ends in bursts (every slot of a wave of short
+// tasks at once): reports share commits (InGroupTx), each still atomic and
+// committed before this returns.
 func (s *Service) AttemptStarted(ctx context.Context, a *store.Attempt, at time.Time) error {
-	return s.store.InTx(ctx, func(q store.Querier) error {
+	ctx = context.WithoutCancel(ctx) // InGroupTx: fn may run in another caller's group
+	return s.store.InGroupTx(ctx, func(q store.Querier) error {
 		if err := q.AttemptStart(ctx, a.ID, at); err != nil {
 			return err
 		}
@@ -86,7 +150,8 @@ func (s *Service) AttemptProgress(ctx context.Context, a *store.Attempt, progres
 	if tail != "" {
 		p.OutputTail = &tail
 	}
-	return s.store.InTx(ctx, func(q store.Querier) error {
+	ctx = context.WithoutCancel(ctx) // InGroupTx: fn may run in another caller's group
+	return s.store.InGroupTx(ctx, func(q store.Querier) error {
 		if err := q.TaskSetProgress(ctx, p); err != nil {
 			return err
 		}
@@ -214,7 +279,10 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 	if d.FailureKind != "" {
 		data["failure_kind"] = d.FailureKind
 	}
-	err = s.store.InTx(ctx, func(q store.Querier) error {
+	// Ends share commits with other reports, like starts (AttemptStarted).
+	gctx := context.WithoutCancel(ctx)
+	err = s.store.InGroupTx(gctx, func(q store.Querier) error {
+		ctx := gctx
 		// Lock order: task and attempt (AttemptFinish), then job.
 		if _, err := q.AttemptFinish(ctx, p); err != nil {
 			return err
@@ -261,7 +329,7 @@ type SpilledResult struct {
 // transaction that ended a task, after it. j is the job when the caller has
 // read it already; nil reads it, only when the job does end.
 func (s *Service) endIfDone(ctx context.Context, q store.Querier, jobID string, j *store.Job, now time.Time) error {
-	if err := q.JobTouch(ctx, jobID, now); err != nil {
+	if err := q.JobLock(ctx, jobID); err != nil {
 		return err
 	}
 	if open, err := q.TaskOpenExists(ctx, jobID); err != nil || open {

@@ -49,3 +49,30 @@ func (s *Service) request(j *store.Job) (*submit.Submission, error) {
 	s.requests.mu.Unlock()
 	return sub, nil
 }
+
+// jobSet remembers job ids that left the queue (running or ended), so that
+// claiming each task of a 10,000-task job does not try to move the job to
+// running again.
+// A job never returns to queued, so a stale entry is impossible; the set is
+// dropped whole when full, which only costs a refused move per job.
+type jobSet struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+const jobSetSize = 4096
+
+func (js *jobSet) has(jobID string) bool {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	return js.m[jobID]
+}
+
+func (js *jobSet) add(jobID string) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if js.m == nil || len(js.m) >= jobSetSize {
+		js.m = map[string]bool{}
+	}
+	js.m[jobID] = true
+}

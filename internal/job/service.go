@@ -35,6 +35,8 @@ type Service struct {
 	waker   Notifier
 	// requests caches decoded submissions for execution (requestcache.go).
 	requests requestCache
+	// dequeued are jobs known to have left the queue (ClaimSeveral).
+	dequeued jobSet
 }
 
 // Config wires a Service.
@@ -85,7 +87,8 @@ var priorities = map[string]int{
 // events in one transaction. A job without dependencies is queued at once;
 // one with dependencies stays planning until they end.
 func (s *Service) Submit(ctx context.Context, accountID string, js *apiv1.JobSubmit) (*store.Job, error) {
-	return s.submit(ctx, accountID, js, nil)
+	j, _, err := s.submit(ctx, accountID, js, nil)
+	return j, err
 }
 
 // Idempotency is a request's Idempotency-Key and the hash of its body.
@@ -104,12 +107,22 @@ const MaxIdempotencyKeyBytes = 255
 // is a 409. A refused request (422, 402) stores no key, so resending the
 // same request after fixing the cause (funding the account) is admitted.
 func (s *Service) SubmitIdempotent(ctx context.Context, accountID string, js *apiv1.JobSubmit, key Idempotency) (*store.Job, bool, error) {
+	j, _, replayed, err := s.SubmitView(ctx, accountID, js, key)
+	return j, replayed, err
+}
+
+// SubmitView is SubmitIdempotent that also gives the summary of a job it
+// admitted queued, as SummaryOf would read it right after the commit: the
+// admission knows it (every task queued, the hold it reserved, nothing
+// metered), and reading it back cost a tenth of an admission's CPU
+// (docs/bench.md). Nil for a replay or a planning job: ask SummaryOf.
+func (s *Service) SubmitView(ctx context.Context, accountID string, js *apiv1.JobSubmit, key Idempotency) (*store.Job, json.RawMessage, bool, error) {
 	if key.Key == "" {
-		j, err := s.Submit(ctx, accountID, js)
-		return j, false, err
+		j, summary, err := s.submit(ctx, accountID, js, nil)
+		return j, summary, false, err
 	}
 	if err := checkKey(key.Key); err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	return s.submitOnce(ctx, accountID, js, key)
 }
@@ -122,16 +135,17 @@ func checkKey(key string) error {
 	return nil
 }
 
-func (s *Service) submitOnce(ctx context.Context, accountID string, js *apiv1.JobSubmit, key Idempotency) (*store.Job, bool, error) {
+func (s *Service) submitOnce(ctx context.Context, accountID string, js *apiv1.JobSubmit, key Idempotency) (*store.Job, json.RawMessage, bool, error) {
 	if j, replayed, err := s.replay(ctx, accountID, key); replayed || err != nil {
-		return j, replayed, err
+		return j, nil, replayed, err
 	}
-	j, err := s.submit(ctx, accountID, js, &key)
+	j, summary, err := s.submit(ctx, accountID, js, &key)
 	if errors.Is(err, store.ErrConflict) {
 		// A concurrent request with the same key won the race.
-		return s.replay(ctx, accountID, key)
+		j, replayed, err := s.replay(ctx, accountID, key)
+		return j, nil, replayed, err
 	}
-	return j, false, err
+	return j, summary, false, err
 }
 
 // A batch sent with an Idempotency-Key (POST /jobs/batch) is admitted entry
@@ -167,7 +181,8 @@ func (s *Service) CheckBatchKey(ctx context.Context, accountID string, key Idemp
 // the whole body's); replayed when an earlier request with the same key
 // and body admitted it.
 func (s *Service) SubmitBatchEntry(ctx context.Context, accountID string, js *apiv1.JobSubmit, key Idempotency, index int) (*store.Job, bool, error) {
-	return s.submitOnce(ctx, accountID, js, batchEntryKey(key, index))
+	j, _, replayed, err := s.submitOnce(ctx, accountID, js, batchEntryKey(key, index))
+	return j, replayed, err
 }
 
 // replay answers a resend of a stored key: the job it created, or a 409
@@ -193,44 +208,44 @@ func (s *Service) replay(ctx context.Context, accountID string, key Idempotency)
 	return j, true, nil
 }
 
-func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSubmit, key *Idempotency) (*store.Job, error) {
+func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSubmit, key *Idempotency) (*store.Job, json.RawMessage, error) {
 	sub, err := submit.Validate(js, s.limits)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p, err := s.store.ProjectGetByName(ctx, accountID, sub.Project)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fault.Invalid("unknown_project", "Create the project (POST /api/v1/projects) and push its code first.",
+		return nil, nil, fault.Invalid("unknown_project", "Create the project (POST /api/v1/projects) and push its code first.",
 			"project %q does not exist", sub.Project).With("field", "project")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("project: %w", err)
+		return nil, nil, fmt.Errorf("project: %w", err)
 	}
 	rev, err := s.store.PushLatestPublished(ctx, p.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fault.Invalid("project_not_published",
+		return nil, nil, fault.Invalid("project_not_published",
 			"Push the project (POST /api/v1/projects/"+p.Name+"/push) and wait until its push is published, then resend.",
 			"project %q has no published revision yet", p.Name).With("field", "project")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("published revision: %w", err)
+		return nil, nil, fmt.Errorf("published revision: %w", err)
 	}
 	for i, dep := range sub.DependsOn {
 		if _, err := s.store.JobGet(ctx, accountID, dep); errors.Is(err, store.ErrNotFound) {
-			return nil, fault.Invalid("unknown_dependency", "List only job ids of this account in depends_on.",
+			return nil, nil, fault.Invalid("unknown_dependency", "List only job ids of this account in depends_on.",
 				"depends_on[%d]: job %q not found", i, dep).With("field", fmt.Sprintf("depends_on[%d]", i))
 		} else if err != nil {
-			return nil, fmt.Errorf("dependency: %w", err)
+			return nil, nil, fmt.Errorf("dependency: %w", err)
 		}
 	}
 	expanded, err := expand.Tasks(&sub.Expand)
 	if err != nil {
 		var fe *expand.FieldError
 		if errors.As(err, &fe) {
-			return nil, fault.Invalid("invalid_fan_out", "Fix the field named in details and resend.", "%s", fe.Error()).
+			return nil, nil, fault.Invalid("invalid_fan_out", "Fix the field named in details and resend.", "%s", fe.Error()).
 				With("field", fe.Field)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	now := s.clock.Now()
 	status := store.JobQueued
@@ -239,7 +254,7 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 	}
 	request, err := json.Marshal(sub)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	requirements, _ := json.Marshal(sub.Requirements.API())
 	job := store.Job{
@@ -260,7 +275,7 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 	// Checked before the transaction for a clear 422, and again inside it
 	// so that an input deleted meanwhile is not referenced.
 	if _, err := checkArtifactInputs(ctx, s.store, accountID, tasks); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	event, _ := json.Marshal(map[string]any{"status": status, "task_count": len(tasks), "revision": rev.ContentHash})
 	quote, rate := s.billing.Quote(billing.JobShape{Tasks: len(tasks), MaxRetries: sub.MaxRetries, TimeoutS: sub.TimeoutS,
@@ -269,6 +284,7 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 	holdMicros := int64(quote.Estimate.TotalUSD)
 	job.RateMicrosPerHour = rate
 	var created *store.Job
+	var hold *store.Hold
 	// Admissions share commits under load (InGroupTx); the transaction's
 	// work is not cut short by this request's cancellation, which could
 	// otherwise interrupt the group's shared transaction.
@@ -276,10 +292,11 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 	err = s.store.InGroupTx(ctx, func(q store.Querier) error {
 		// The hold is reserved in the transaction that stores the job:
 		// both or neither.
-		_, avail, err := s.billing.Reserve(ctx, q, accountID, job.ID, holdMicros, now)
+		h, avail, err := s.billing.Reserve(ctx, q, accountID, job.ID, holdMicros, now)
 		if err != nil {
 			return err
 		}
+		hold = h
 		quote.Admission.AvailableUSD, quote.Admission.BalanceSufficient = apiv1.USD(avail), true
 		if job.Billing, err = json.Marshal(quote); err != nil {
 			return err
@@ -315,17 +332,27 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 	if errors.Is(err, billing.ErrInsufficient) {
 		// Nothing was stored; the 402 carries a quote for the difference.
 		if serr := s.billing.Shortfall(ctx, accountID, holdMicros, "this job's hold"); serr != nil {
-			return nil, serr
+			return nil, nil, serr
 		}
 		// Funds arrived in between: the caller may resend at once.
-		return nil, fault.Conflict("balance_changed", "Resend the same request.", "the balance changed during admission")
+		return nil, nil, fault.Conflict("balance_changed", "Resend the same request.", "the balance changed during admission")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("store job: %w", err)
+		return nil, nil, fmt.Errorf("store job: %w", err)
 	}
 	s.log.InfoContext(ctx, "job submitted", "job", created.ID, "project", p.ID, "tasks", len(tasks), "status", status)
 	s.waker.Wake()
-	return created, nil
+	if created.Status != store.JobQueued {
+		return created, nil, nil
+	}
+	summary, err := marshalSummary(liveSummary(map[store.TaskStatus]int64{store.TaskQueued: int64(len(tasks))}))
+	if err == nil {
+		summary, err = addBilling(created, summary, hold, &store.JobMeter{})
+	}
+	if err != nil {
+		return created, nil, nil // admitted all the same: the caller reads the summary
+	}
+	return created, summary, nil
 }
 
 // Get finds a job of the account; another account's job is not found.

@@ -458,11 +458,14 @@ type JobStore interface {
 	AttemptFinish(ctx context.Context, p *AttemptFinishParams) (*Attempt, error)
 	// AttemptGet finds an attempt by id.
 	AttemptGet(ctx context.Context, id string) (*Attempt, error)
-	// JobTouch sets the job's updated_at and, on PostgreSQL, holds its row
-	// lock until the transaction ends: call it after a task's end (lock
-	// order) and before deciding from the task counts whether the job
-	// ended. ErrNotFound when there is no job.
-	JobTouch(ctx context.Context, id string, now time.Time) error
+	// JobLock holds the job's row lock until the transaction ends (on
+	// PostgreSQL; SQLite serialises writers): call it after a task's end
+	// (lock order) and before deciding from the task counts whether the
+	// job ended. It writes nothing: a task's end leaves the job row alone,
+	// because a 10,000-item fan-out's row is a quarter of a megabyte that
+	// SQLite rewrote, overflow pages and all, at every task's end
+	// (docs/bench.md). ErrNotFound when there is no job.
+	JobLock(ctx context.Context, id string) error
 	// AttemptListOpen lists assigned or running attempts (of one host when
 	// hostID is set), for recovery after a restart or a lost host.
 	AttemptListOpen(ctx context.Context, hostID string) ([]*Attempt, error)

@@ -630,8 +630,9 @@ func (q *queries) JobDependencyStatuses(ctx context.Context, jobID string) (map[
 	return out, rows.Err()
 }
 
-func (q *queries) JobTouch(ctx context.Context, id string, now time.Time) error {
-	return q.execOne(ctx, "JobTouch", id, micros(now))
+func (q *queries) JobLock(ctx context.Context, id string) error {
+	var one int
+	return q.mapErr(q.write.QueryRowContext(ctx, q.sql("JobLock"), id).Scan(&one))
 }
 
 func (q *queries) AttemptListOpen(ctx context.Context, hostID string) ([]*store.Attempt, error) {
@@ -718,11 +719,26 @@ func scanJobEvent(s scanner) (*store.JobEvent, error) {
 }
 
 func (q *queries) JobEventCreate(ctx context.Context, e *store.JobEvent) error {
-	if _, err := q.write.ExecContext(ctx, q.sql("JobEventCreate"), e.ID, e.JobID, e.TaskID, e.AttemptID, e.Kind,
-		jsonText(e.Data, "{}"), micros(e.CreatedAt)); err != nil {
-		return fmt.Errorf("insert job event: %w", q.mapErr(err))
+	insert := func(q *queries, position sql.NullInt64) error {
+		if _, err := q.write.ExecContext(ctx, q.sql("JobEventCreate"), e.ID, e.JobID, e.TaskID, e.AttemptID, e.Kind,
+			jsonText(e.Data, "{}"), micros(e.CreatedAt), position); err != nil {
+			return fmt.Errorf("insert job event: %w", q.mapErr(err))
+		}
+		return nil
 	}
-	return nil
+	next, ok := q.db.sqlText["JobEventPositionNext"]
+	if !ok {
+		return insert(q, sql.NullInt64{}) // numbered by the engine's migration 015
+	}
+	// Numbered at insert (SQLite), in the event's transaction, so that a
+	// rolled-back event gives its number back.
+	return q.atomic(ctx, func(q *queries) error {
+		var position sql.NullInt64
+		if err := q.write.QueryRowContext(ctx, next).Scan(&position); err != nil {
+			return fmt.Errorf("event position: %w", q.mapErr(err))
+		}
+		return insert(q, position)
+	})
 }
 
 func (q *queries) JobEventList(ctx context.Context, jobID string, limit int) ([]*store.JobEvent, error) {

@@ -36,6 +36,9 @@ type Engine struct {
 	// GroupCommit lets InGroupTx share one transaction among queued
 	// callers: for an engine with a single writer.
 	GroupCommit bool
+	// OnClose, when set, runs at Close before the pools close (the
+	// engine's own background work).
+	OnClose func()
 }
 
 // DB is a store.Store.
@@ -102,6 +105,9 @@ func (db *DB) Engine() string { return db.engine.Name }
 func (db *DB) Ping(ctx context.Context) error { return db.engine.Write.PingContext(ctx) }
 
 func (db *DB) Close() error {
+	if db.engine.OnClose != nil {
+		db.engine.OnClose()
+	}
 	err := db.engine.Write.Close()
 	if db.engine.Read != db.engine.Write {
 		err = errors.Join(err, db.engine.Read.Close())

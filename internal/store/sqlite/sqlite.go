@@ -33,18 +33,24 @@ func Open(ctx context.Context, path string) (*sqldb.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create dir: %w", err)
 	}
-	dsn := func(extra string) string {
+	dsn := func(txlock string, pragmas ...string) string {
 		v := url.Values{}
 		v.Add("_pragma", "journal_mode(WAL)")
 		v.Add("_pragma", "busy_timeout(10000)")
 		v.Add("_pragma", "foreign_keys(1)")
 		v.Add("_pragma", "synchronous(NORMAL)")
-		if extra != "" {
-			v.Add("_txlock", extra)
+		for _, p := range pragmas {
+			v.Add("_pragma", p)
+		}
+		if txlock != "" {
+			v.Add("_txlock", txlock)
 		}
 		return "file:" + path + "?" + v.Encode()
 	}
-	w, err := openDB(dsn("immediate"))
+	// The writer leaves checkpoints to the background checkpointer
+	// (checkpoint.go) and runs one itself only as a backstop, when the WAL
+	// has grown well past SQLite's default of 1,000 pages.
+	w, err := openDB(dsn("immediate", fmt.Sprintf("wal_autocheckpoint(%d)", backstopCheckpointPages)))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
@@ -64,14 +70,20 @@ func Open(ctx context.Context, path string) (*sqldb.DB, error) {
 		r.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
-	return sqldb.Open(sqldb.Engine{
+	stop := startCheckpointer(r)
+	db, err := sqldb.Open(sqldb.Engine{
 		Name:              "sqlite",
 		Write:             w,
 		Read:              r,
 		Overrides:         overrides,
 		IsUniqueViolation: isUniqueViolation,
 		GroupCommit:       true,
+		OnClose:           stop,
 	})
+	if err != nil {
+		stop()
+	}
+	return db, err
 }
 
 // openDB opens dsn with the driver registered as "sqlite" (as sql.Open

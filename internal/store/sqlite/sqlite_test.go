@@ -1,6 +1,8 @@
 package sqlite_test
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -49,5 +51,49 @@ func TestMigrateIsIdempotentAndSurvivesReopen(t *testing.T) {
 	ok, err := db.Migrated(t.Context())
 	if err != nil || !ok {
 		t.Fatalf("Migrated = %v, %v", ok, err)
+	}
+}
+
+// Committed writes reach the database file soon after they commit, long
+// before the WAL holds the thousands of pages at which the writer would
+// checkpoint it itself: checkpoints run beside the writer, not in it.
+func TestCommittedWritesReachTheDatabaseFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "skiff.db")
+	db, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(t.Context(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	// Wait until the migrations are in the file (its size stops changing).
+	before := size()
+	for {
+		time.Sleep(300 * time.Millisecond)
+		now := size()
+		if now == before {
+			break
+		}
+		before = now
+	}
+	for i := range 300 {
+		if _, err := db.AccountCreate(t.Context(), &store.AccountCreateParams{ID: fmt.Sprintf("acct_%04d", i),
+			Name: fmt.Sprintf("account %d", i), Now: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); size() <= before; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the database file stayed at %d bytes for 10 s after 300 accounts were committed", before)
+		}
 	}
 }

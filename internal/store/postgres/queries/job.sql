@@ -32,3 +32,10 @@ RETURNING id, job_id, idx, status, payload, meta, requirements, priority, retrie
 -- Locks the account row until the transaction ends: reservations against
 -- one balance queue here (store.BillingStore.AccountLock).
 SELECT id FROM accounts WHERE id = $1 FOR UPDATE;
+
+-- name: JobLock
+-- Locks the job row until the transaction ends (store.JobStore.JobLock),
+-- without writing it. NO KEY: the lock an UPDATE of the row would take, so
+-- that inserts of the job's events, tasks and attempts elsewhere (their
+-- foreign keys take KEY SHARE) are not held up by it.
+SELECT 1 FROM jobs WHERE id = $1 FOR NO KEY UPDATE;

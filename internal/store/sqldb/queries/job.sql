@@ -213,11 +213,12 @@ SELECT id, task_id, job_id, number, status, host_id, resource_profile, exit_code
        cpu, memory_mb, gpus, rate_micros_per_hour
 FROM attempts WHERE id = $1;
 
--- name: JobTouch
--- Takes the job's row lock (PostgreSQL) for the rest of the transaction, so
--- that the ends of a job's last two tasks, finishing at once, are decided one
--- after the other and the second sees the first.
-UPDATE jobs SET updated_at = $2 WHERE id = $1;
+-- name: JobLock
+-- SQLite serialises writers; the row is only read. PostgreSQL overrides it
+-- with FOR UPDATE: the job's row lock for the rest of the transaction, so
+-- that the ends of a job's last two tasks, finishing at once, are decided
+-- one after the other and the second sees the first.
+SELECT 1 FROM jobs WHERE id = $1;
 
 -- name: AttemptExists
 SELECT COUNT(*) FROM attempts WHERE id = $1;
@@ -249,8 +250,11 @@ RETURNING id, task_id, job_id, number, status, host_id, resource_profile, exit_c
           cpu, memory_mb, gpus, rate_micros_per_hour;
 
 -- name: JobEventCreate
-INSERT INTO job_events (id, job_id, task_id, attempt_id, kind, data, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7);
+-- $8 is the event's position where the engine numbers events as they are
+-- inserted (JobEventPositionNext), NULL where its migration 015 numbers
+-- them (PostgreSQL, at commit).
+INSERT INTO job_events (id, job_id, task_id, attempt_id, kind, data, created_at, position)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
 
 -- name: JobEventList
 -- position is NULL only for the events of the reading transaction itself,

@@ -1,2 +1,3 @@
 -- SQLite-specific queries replace the common ones of the same name in
--- store/sqldb/queries. None differ yet.
+-- store/sqldb/queries; a query only here (JobEventPositionNext) is one that
+-- only SQLite runs.

@@ -106,4 +106,3 @@ func threadCPUTime() (time.Duration, bool) {
 	}
 	return time.Duration(ts.Nano()), true
 }
-

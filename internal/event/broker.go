@@ -57,6 +57,15 @@ type Broker struct {
 	started bool
 	stopped bool
 	subs    map[*Subscription]struct{}
+	// byJob indexes the subscriptions that follow given jobs (job and
+	// watch streams), so that an event is offered to its job's streams
+	// only, not matched against a thousand others; the rest (project
+	// streams) are in wide.
+	byJob map[string]map[*Subscription]struct{}
+	wide  map[*Subscription]struct{}
+	// closed holds the subscriptions closed as slow during a delivery,
+	// removed once it is over (the maps are being ranged over then).
+	closed []*Subscription
 }
 
 // New returns a broker; Start begins its delivery.
@@ -73,7 +82,8 @@ func New(cfg Config) *Broker {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Broker{cfg: cfg, wake: make(chan struct{}, 1), subs: map[*Subscription]struct{}{}}
+	return &Broker{cfg: cfg, wake: make(chan struct{}, 1), subs: map[*Subscription]struct{}{},
+		byJob: map[string]map[*Subscription]struct{}{}, wide: map[*Subscription]struct{}{}}
 }
 
 // Start reads the feed's current end and delivers what follows it until ctx
@@ -129,18 +139,20 @@ func (b *Broker) poll(ctx context.Context) error {
 			if b.cfg.OnEvent != nil {
 				b.cfg.OnEvent(e)
 			}
-			for s := range b.subs {
+			for s := range b.byJob[e.JobID] {
+				s.offer(e)
+			}
+			for s := range b.wide {
 				if s.filter.match(e) {
 					s.offer(e)
 				}
 			}
 			b.last = e.Position
 		}
-		for s := range b.subs {
-			if s.err != nil {
-				delete(b.subs, s)
-			}
+		for _, s := range b.closed {
+			b.remove(s)
 		}
+		b.closed = b.closed[:0]
 		b.mu.Unlock()
 		if len(evs) < b.cfg.Batch {
 			return nil
@@ -154,7 +166,36 @@ func (b *Broker) stop() {
 	b.stopped = true
 	for s := range b.subs {
 		s.close(ErrClosed)
-		delete(b.subs, s)
+		b.remove(s)
+	}
+}
+
+// add registers s. Called under b.mu.
+func (b *Broker) add(s *Subscription) {
+	b.subs[s] = struct{}{}
+	if s.filter.JobIDs == nil {
+		b.wide[s] = struct{}{}
+		return
+	}
+	for id := range s.filter.JobIDs {
+		if b.byJob[id] == nil {
+			b.byJob[id] = map[*Subscription]struct{}{}
+		}
+		b.byJob[id][s] = struct{}{}
+	}
+}
+
+// remove forgets s. Called under b.mu.
+func (b *Broker) remove(s *Subscription) {
+	delete(b.subs, s)
+	delete(b.wide, s)
+	for id := range s.filter.JobIDs {
+		if m := b.byJob[id]; m != nil {
+			delete(m, s)
+			if len(m) == 0 {
+				delete(b.byJob, id)
+			}
+		}
 	}
 }
 
@@ -196,7 +237,7 @@ func (b *Broker) Subscribe(f Filter) (*Subscription, error) {
 	}
 	ch := make(chan *store.JobEvent, b.cfg.Buffer)
 	s := &Subscription{C: ch, From: b.last, ch: ch, filter: f, b: b}
-	b.subs[s] = struct{}{}
+	b.add(s)
 	return s, nil
 }
 
@@ -210,6 +251,7 @@ func (s *Subscription) offer(e *store.JobEvent) {
 	case s.ch <- e:
 	default:
 		s.close(ErrSlow)
+		s.b.closed = append(s.b.closed, s)
 	}
 }
 
@@ -232,7 +274,7 @@ func (s *Subscription) Close() {
 	s.b.mu.Lock()
 	defer s.b.mu.Unlock()
 	s.close(errors.New("event: subscription closed"))
-	delete(s.b.subs, s)
+	s.b.remove(s)
 }
 
 // Count is how many subscriptions are open.

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"bufio"
 	"encoding/json"
 	"net/http"
@@ -26,7 +27,8 @@ import (
 // open stream (heap_KiB_per_stream: server and client side together, both
 // in this process); and the median submission time while 1,000 jobs start
 // at the same pace, first with no stream open, then with the 1,000 streams
-// (submit_ms_idle, submit_ms_loaded, submit_slowdown_pct). It runs on SQLite,
+// (submit_ms_idle, submit_ms_loaded, submit_slowdown_pct); the baseline is
+// taken before the streams open and again after they close. It runs on SQLite,
 // and on PostgreSQL too when SKIFF_TEST_POSTGRES_URL is set.
 // docs/streams.md has the figures.
 //
@@ -109,6 +111,7 @@ func benchWatchStreams(b *testing.B, eng apitest.Engine) {
 			index[jobs[i]] = i
 		}
 
+		streamsCtx, closeStreams := context.WithCancel(b.Context())
 		var before runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
@@ -117,7 +120,7 @@ func benchWatchStreams(b *testing.B, eng apitest.Engine) {
 		ready.Add(streams)
 		got.Add(streams)
 		for i, jobID := range jobs {
-			req, _ := http.NewRequestWithContext(b.Context(), http.MethodGet, e.URL+"/api/v1/jobs/watch?ids="+jobID, nil)
+			req, _ := http.NewRequestWithContext(streamsCtx, http.MethodGet, e.URL+"/api/v1/jobs/watch?ids="+jobID, nil)
 			req.Header.Set("Authorization", "Bearer "+acct.Member)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil || resp.StatusCode != http.StatusOK {
@@ -152,6 +155,18 @@ func benchWatchStreams(b *testing.B, eng apitest.Engine) {
 		startedAt := map[string]time.Time{}
 		wg = run(streams, startedAt)
 		loaded := measure()
+		wg.Wait()
+		// The baseline again, the streams closed: the machine's drift
+		// over the run falls on both sides.
+		closeStreams()
+		for e.Broker.Count() > 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		for range streams {
+			submit("high")
+		}
+		wg = run(streams, nil)
+		idle = append(idle, measure()...)
 		wg.Wait()
 		got.Wait()
 		started := make([]time.Time, streams)

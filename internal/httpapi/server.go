@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/skiffhq/skiff/internal/artifact"
@@ -81,6 +82,10 @@ type Server struct {
 
 	streams    StreamConfig
 	streamCaps streamCaps
+	// streamWork bounds how many streams build and write frames at once
+	// (see follow): a burst of frames never takes every core from the
+	// requests beside it.
+	streamWork chan struct{}
 
 	metrics      *metrics.Set
 	metricsToken string
@@ -111,6 +116,7 @@ func New(cfg Config) *Server {
 		contact: cfg.Contact, trustedProxies: cfg.TrustedProxies, enroll: cfg.Enroll,
 		hostBinary: cfg.HostBinary, runscBinary: cfg.RunscBinary}
 	s.streams.fill()
+	s.streamWork = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 	s.docs = newDocSite()
 	if s.enroll == nil {
 		s.enroll = enroll.New(cfg.Store, cfg.Clock)

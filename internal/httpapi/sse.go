@@ -111,6 +111,9 @@ type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	// held, when set, collects frames instead of writing them; release
+	// writes them (see Server.streamTurn).
+	held *strings.Builder
 }
 
 // errHead ends a HEAD request of a stream once its headers are written.
@@ -130,7 +133,24 @@ func startSSE(w http.ResponseWriter, r *http.Request, timeout time.Duration) (*s
 	return s, s.raw("retry: 1000\n\n")
 }
 
+// hold makes frames collect in memory until release.
+func (s *sseWriter) hold() { s.held = &strings.Builder{} }
+
+// release writes the frames collected since hold, in one write.
+func (s *sseWriter) release() error {
+	text := s.held.String()
+	s.held = nil
+	if text == "" {
+		return nil
+	}
+	return s.raw(text)
+}
+
 func (s *sseWriter) raw(text string) error {
+	if s.held != nil {
+		s.held.WriteString(text)
+		return nil
+	}
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
 	if _, err := s.w.Write([]byte(text)); err != nil {
 		return err

@@ -1,8 +1,8 @@
 package httpapi_test
 
 import (
-	"context"
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"runtime"

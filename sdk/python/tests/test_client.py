@@ -82,15 +82,21 @@ class Jobs(unittest.TestCase):
         self.assertEqual(frames[0].event, "snapshot")
         self.assertEqual(frames[-1].event, "done")
         self.assertEqual(frames[-1].data["status"], "completed")
-        # Resume from the middle: exactly the frames after it, no snapshot.
         ids = [f.id for f in frames if f.id]
-        self.assertGreaterEqual(len(ids), 2, frames)
-        # A frame with at least one after it (a job that ended before the
-        # stream opened has only its snapshot and its end).
-        mid = ids[(len(ids) - 1) // 2]
-        rest = list(c.jobs.stream(job["id"], last_event_id=mid))
-        self.assertEqual([f.id for f in rest if f.id], ids[ids.index(mid) + 1:])
-        self.assertNotEqual(rest[0].event, "snapshot")
+        self.assertGreaterEqual(len(ids), 1, frames)
+        if len(ids) >= 2:
+            # Resume from the middle: exactly the frames after it, no
+            # snapshot.
+            mid = ids[(len(ids) - 1) // 2]
+            rest = list(c.jobs.stream(job["id"], last_event_id=mid))
+            self.assertEqual([f.id for f in rest if f.id], ids[ids.index(mid) + 1:])
+            self.assertNotEqual(rest[0].event, "snapshot")
+        else:
+            # The stand-in host ended the job before the stream opened: its
+            # snapshot and done only; resumed from the snapshot, nothing is
+            # missed and the ended stream sends nothing (204).
+            self.assertEqual(frames[0].data["job"]["status"], "completed", frames)
+            self.assertEqual(list(c.jobs.stream(job["id"], last_event_id=ids[0])), [])
         done = c.jobs.wait(job["id"])
         self.assertEqual(done["status"], "completed")
         tasks = list(c.jobs.tasks(job["id"]))

@@ -206,7 +206,7 @@ func testCancelRacesClaims(t *testing.T, s store.Store) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	claims := 0
-	cancelNow := make(chan struct{})
+	cancelNow, cancelDone := make(chan struct{}), make(chan struct{})
 	errs := make(chan error, claimers+1)
 	for c := range claimers {
 		wg.Add(1)
@@ -226,7 +226,18 @@ func testCancelRacesClaims(t *testing.T, s store.Store) {
 				if claims++; claims == 40 {
 					close(cancelNow)
 				}
+				n := claims
 				mu.Unlock()
+				if n > 40 {
+					// Claims go on beside the cancel, but no faster than
+					// a claim a millisecond per host until it committed:
+					// eight fast claimers could otherwise finish every
+					// task before the cancel's goroutine even ran.
+					select {
+					case <-cancelDone:
+					case <-time.After(time.Millisecond):
+					}
+				}
 				fin := &store.AttemptFinishParams{AttemptID: att.ID, Status: store.AttemptSucceeded, TerminalKind: "exit",
 					ExitCode: ptr(int64(0)), TaskStatus: store.TaskSucceeded, Now: t0}
 				if i%3 == 0 { // some go back to the queue
@@ -250,6 +261,7 @@ func testCancelRacesClaims(t *testing.T, s store.Store) {
 			_, err := q.JobSetStatus(ctx(t), &store.JobSetStatusParams{ID: p.Job.ID, To: store.JobCancelled, Now: t0})
 			return err
 		})
+		close(cancelDone)
 	}()
 	wg.Wait()
 	close(errs)

@@ -30,11 +30,10 @@ const (
 	keyCacheSize = 1024
 )
 
-// principalByKey is store.PrincipalGetByKeyHash through the cache. The TTL
-// runs on the machine's own clock, not the service's (which tests fake):
-// it bounds how stale a cached key may be in real time.
+// principalByKey is store.PrincipalGetByKeyHash through the cache, whose
+// TTL runs on the service's clock.
 func (s *Service) principalByKey(ctx context.Context, hash string) (*store.Principal, error) {
-	now := time.Now()
+	now := s.clock.Now()
 	s.keys.mu.Lock()
 	c, ok := s.keys.m[hash]
 	s.keys.mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,13 +28,7 @@ func TestHostsDispatchFigures(t *testing.T) {
 	}
 	dir := buildtest.DataDir(t)
 	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--no-local-host")
-	admin := func(args ...string) string {
-		r := skiff(t, nil, append(append([]string{"admin"}, args...), "--data-dir", dir)...)
-		if r.code != 0 {
-			t.Fatalf("admin %v: %q", args, r.stderr)
-		}
-		return strings.TrimSpace(r.stdout)
-	}
+	admin := func(args ...string) string { return runAdmin(t, []string{"--data-dir", dir}, args...) }
 	key := admin("create-key", "--account", "bench")
 	admin("grant-credit", "--account", "bench", "--usd", "100")
 	c := srv.client(t, key)

@@ -87,14 +87,7 @@ func TestHostsEndToEnd(t *testing.T) {
 	}
 	dir := buildtest.DataDir(t)
 	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--no-local-host")
-	admin := func(args ...string) string {
-		t.Helper()
-		r := skiff(t, nil, append(append([]string{"admin"}, args...), "--data-dir", dir)...)
-		if r.code != 0 {
-			t.Fatalf("admin %v: exit %d, stderr %q", args, r.code, r.stderr)
-		}
-		return strings.TrimSpace(r.stdout)
-	}
+	admin := func(args ...string) string { return runAdmin(t, []string{"--data-dir", dir}, args...) }
 	key := admin("create-key", "--account", "e2e")
 	admin("grant-credit", "--account", "e2e", "--usd", "20")
 

@@ -107,11 +107,7 @@ func (f *fleet) startServer(addr string) *server {
 
 func (f *fleet) admin(args ...string) string {
 	f.t.Helper()
-	r := skiff(f.t, nil, append(append([]string{"admin"}, args...), f.store...)...)
-	if r.code != 0 {
-		f.t.Fatalf("admin %v: exit %d, stderr %q", args, r.code, r.stderr)
-	}
-	return strings.TrimSpace(r.stdout)
+	return runAdmin(f.t, f.store, args...)
 }
 
 // submit submits a job of the runner: a fan-out of sleepMS-long tasks

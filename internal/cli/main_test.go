@@ -241,3 +241,15 @@ func envList(kv ...string) []string {
 	}
 	return out
 }
+
+// runAdmin runs `skiff admin args... storeArgs...` (the data dir or the
+// database flags), fails the test unless it exits 0, and returns its
+// trimmed stdout.
+func runAdmin(t *testing.T, storeArgs []string, args ...string) string {
+	t.Helper()
+	r := skiff(t, nil, append(append([]string{"admin"}, args...), storeArgs...)...)
+	if r.code != 0 {
+		t.Fatalf("admin %v: exit %d, stderr %q", args, r.code, r.stderr)
+	}
+	return strings.TrimSpace(r.stdout)
+}

@@ -24,8 +24,10 @@ var errNoFreezer = errors.New("no cgroup freezer for the sandbox")
 // freezer is the freezer of one cgroup: cgroup v1's freezer.state, or
 // cgroup v2's cgroup.freeze with cgroup.events.
 type freezer struct {
-	v1 string // freezer.state path, or ""
-	v2 string // the cgroup v2 directory, or ""
+	control        string // the file written to freeze and thaw
+	frozen, thawed string // what is written there
+	state          string // the file that says when the freeze is complete
+	done           string // what state holds then
 }
 
 // findFreezer locates the freezer of the cgroup at cgPath.
@@ -40,10 +42,12 @@ func findFreezer(cgPath string) (freezer, error) {
 			continue
 		}
 		if p := filepath.Join(dir, "freezer.state"); exists(p) {
-			return freezer{v1: p}, nil
+			return freezer{control: p, frozen: "FROZEN", thawed: "THAWED", state: p, done: "FROZEN"}, nil
 		}
-		if exists(filepath.Join(dir, "cgroup.freeze")) && exists(filepath.Join(dir, "cgroup.procs")) && hasProcs(dir) {
-			return freezer{v2: dir}, nil
+		// On a hybrid host the unified hierarchy has the directory but
+		// not the tasks: only a v2 cgroup holding them will do.
+		if p := filepath.Join(dir, "cgroup.freeze"); exists(p) && hasProcs(dir) {
+			return freezer{control: p, frozen: "1", thawed: "0", state: filepath.Join(dir, "cgroup.events"), done: "frozen 1"}, nil
 		}
 	}
 	return freezer{}, errNoFreezer
@@ -51,8 +55,6 @@ func findFreezer(cgPath string) (freezer, error) {
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// hasProcs reports whether a cgroup v2 directory holds processes: on a
-// hybrid host the unified hierarchy has the directory but not the tasks.
 func hasProcs(dir string) bool {
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	return err == nil && strings.TrimSpace(string(b)) != ""
@@ -61,54 +63,23 @@ func hasProcs(dir string) bool {
 // freeze stops every task of the cgroup and returns once all are frozen,
 // or an error after timeout.
 func (f freezer) freeze(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	switch {
-	case f.v1 != "":
-		if err := os.WriteFile(f.v1, []byte("FROZEN"), 0); err != nil {
+	if err := os.WriteFile(f.control, []byte(f.frozen), 0); err != nil {
+		return fmt.Errorf("freeze: %w", err)
+	}
+	for deadline := time.Now().Add(timeout); ; time.Sleep(200 * time.Microsecond) {
+		b, err := os.ReadFile(f.state)
+		if err != nil {
 			return fmt.Errorf("freeze: %w", err)
 		}
-		for {
-			b, err := os.ReadFile(f.v1)
-			if err != nil {
-				return fmt.Errorf("freeze: %w", err)
-			}
-			if strings.TrimSpace(string(b)) == "FROZEN" {
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return errors.New("freeze: tasks still freezing")
-			}
-			time.Sleep(200 * time.Microsecond)
+		if strings.Contains(string(b), f.done) {
+			return nil
 		}
-	case f.v2 != "":
-		if err := os.WriteFile(filepath.Join(f.v2, "cgroup.freeze"), []byte("1"), 0); err != nil {
-			return fmt.Errorf("freeze: %w", err)
-		}
-		for {
-			b, err := os.ReadFile(filepath.Join(f.v2, "cgroup.events"))
-			if err != nil {
-				return fmt.Errorf("freeze: %w", err)
-			}
-			if strings.Contains(string(b), "frozen 1") {
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return errors.New("freeze: tasks still freezing")
-			}
-			time.Sleep(200 * time.Microsecond)
+		if time.Now().After(deadline) {
+			return errors.New("freeze: tasks still freezing")
 		}
 	}
-	return errNoFreezer
 }
 
 // thaw lets the cgroup's tasks run again (a killed task only dies once
 // thawed under cgroup v1).
-func (f freezer) thaw() error {
-	switch {
-	case f.v1 != "":
-		return os.WriteFile(f.v1, []byte("THAWED"), 0)
-	case f.v2 != "":
-		return os.WriteFile(filepath.Join(f.v2, "cgroup.freeze"), []byte("0"), 0)
-	}
-	return nil
-}
+func (f freezer) thaw() error { return os.WriteFile(f.control, []byte(f.thawed), 0) }

@@ -157,8 +157,10 @@ func (s *Server) streamTurn(ctx context.Context, sse *sseWriter, fn func() (bool
 		return true, nil
 	}
 	sse.hold()
-	done, err := fn()
-	<-s.streamWork
+	done, err := func() (bool, error) {
+		defer func() { <-s.streamWork }() // given back even if fn panics
+		return fn()
+	}()
 	if werr := sse.release(); werr != nil && err == nil {
 		return true, werr
 	}

@@ -514,7 +514,7 @@ func (q *queries) TaskClaim(ctx context.Context, p *store.TaskClaimParams) (*sto
 			return q.mapErr(err) // no row: nothing queued
 		}
 		a, err := scanAttempt(q.write.QueryRowContext(ctx, q.sql("AttemptCreate"), p.AttemptID, t.ID, t.JobID,
-			t.Attempts, p.HostID, jsonText(p.ResourceProfile, "{}"), micros(p.Now), t.CPU, t.MemoryMB, t.GPUs))
+			t.Attempts, p.HostID, jsonText(p.ResourceProfile, "{}"), micros(t.UpdatedAt), t.CPU, t.MemoryMB, t.GPUs))
 		if err != nil {
 			return fmt.Errorf("create attempt: %w", q.mapErr(err))
 		}

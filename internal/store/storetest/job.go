@@ -21,6 +21,7 @@ var jobTests = map[string]func(*testing.T, store.Store){
 	"JobDependencies":         testJobDependencies,
 	"TaskClaimConcurrent":     testTaskClaimConcurrent,
 	"CancelRacesClaims":       testCancelRacesClaims,
+	"ClaimNeverBeforeRequeue": testClaimNeverBeforeRequeue,
 	"AttemptLifecycle":        testAttemptLifecycle,
 	"TaskCancelOpen":          testTaskCancelOpen,
 	"JobEvents":               testJobEvents,

@@ -278,3 +278,28 @@ func testCancelRacesClaims(t *testing.T, s store.Store) {
 		t.Errorf("task counts after the cancel = %v", counts)
 	}
 }
+
+// testClaimNeverBeforeRequeue: a claimer whose clock reading was taken
+// before a requeue committed (another controller, a stall between reading
+// the clock and the claim) still stamps the new attempt no earlier than
+// the end of the one before it: a task's attempts never seem to overlap.
+func testClaimNeverBeforeRequeue(t *testing.T, s store.Store) {
+	f := tf.Project(t, s, nil)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f})
+	tf.JobFrom(t, s, p)
+	_, a1 := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_a", Now: t0.Add(time.Second)})
+	ended := t0.Add(10 * time.Second)
+	fin := mustFinish(t, s, &store.AttemptFinishParams{AttemptID: a1.ID, Status: store.AttemptLost, TerminalKind: "lost",
+		RetryDecision: "requeue", TaskStatus: store.TaskQueued, InfraRequeues: 1, Now: ended})
+	_, a2 := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_b", Now: t0.Add(5 * time.Second)})
+	if fin.EndedAt == nil || a2.AssignedAt.Before(*fin.EndedAt) {
+		t.Errorf("attempt 2 assigned at %v, before attempt 1 ended at %v", a2.AssignedAt, fin.EndedAt)
+	}
+	// A claim whose clock is ahead keeps its own time.
+	later := t0.Add(time.Minute)
+	mustFinish(t, s, &store.AttemptFinishParams{AttemptID: a2.ID, Status: store.AttemptLost, TerminalKind: "lost",
+		RetryDecision: "requeue", TaskStatus: store.TaskQueued, InfraRequeues: 2, Now: t0.Add(20 * time.Second)})
+	if _, a3 := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_c", Now: later}); !a3.AssignedAt.Equal(later) {
+		t.Errorf("attempt 3 assigned at %v, want %v", a3.AssignedAt, later)
+	}
+}

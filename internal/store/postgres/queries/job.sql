@@ -12,7 +12,7 @@
 -- it filling), the planner guesses it tiny and sorts the queued tasks of the
 -- dispatchable jobs instead: 5-15 ms a claim with 10,000 queued.
 UPDATE tasks SET status = 'running', attempts = attempts + 1, last_host_id = $1,
-       started_at = COALESCE(started_at, $2), updated_at = $2
+       started_at = COALESCE(started_at, $2), updated_at = GREATEST($2, updated_at)
 WHERE id = (
         SELECT t.id FROM tasks t JOIN jobs j ON j.id = t.job_id
         WHERE t.status = 'queued' AND j.status IN ('queued', 'running')

@@ -137,8 +137,12 @@ SELECT status, COUNT(*) FROM tasks WHERE job_id = $1 GROUP BY status;
 -- (0: no bound) and its single-core score. They are read from the task's
 -- requirements JSON, which every task has, rather than from columns of
 -- their own: the first queued task usually fits, so the claim reads one.
+-- updated_at never goes back: a claimer whose clock reading was taken a
+-- moment before a requeue committed elsewhere still stamps the claim (and
+-- its attempt's assigned_at) no earlier than the requeue that ended the
+-- previous attempt.
 UPDATE tasks SET status = 'running', attempts = attempts + 1, last_host_id = $1,
-       started_at = COALESCE(started_at, $2), updated_at = $2
+       started_at = COALESCE(started_at, $2), updated_at = MAX($2, updated_at)
 WHERE id = (
         SELECT t.id FROM tasks t JOIN jobs j ON j.id = t.job_id
         WHERE t.status = 'queued' AND j.status IN ('queued', 'running')

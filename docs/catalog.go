@@ -37,6 +37,7 @@ func Catalog() []Page {
 		p("python-sdk", "python-sdk.md"),
 		p("hosting", "hosting.md"),
 		p("scaling", "scaling.md"),
+		p("security", "security.md"),
 		p("changelog", "changelog.md"),
 		p("bench", "bench.md"),
 	}

@@ -10,30 +10,31 @@ import (
 	"testing"
 
 	"github.com/skiffhq/skiff/internal/gpu"
+	"github.com/skiffhq/skiff/internal/gpu/gputest"
 	"github.com/skiffhq/skiff/internal/sandbox"
 )
 
-var supported = []string{"535.274.02", "580.159.04", "580.178.04"}
+var supported = gputest.Supported
 
 func TestDiscoverFakeMachine(t *testing.T) {
-	m := newFakeMachine(t, 2)
+	m := gputest.NewMachine(t, 2)
 	stageDir := filepath.Join(t.TempDir(), "driver")
-	h, err := gpu.Discover(context.Background(), gpu.Options{Root: m.root, DriverDir: m.driverDir, StageDir: stageDir, Supported: supported})
+	h, err := gpu.Discover(context.Background(), gpu.Options{Root: m.Root, DriverDir: m.DriverDir, StageDir: stageDir, Supported: supported})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.DriverVersion != fakeVersion {
-		t.Errorf("driver version %q, want %q", h.DriverVersion, fakeVersion)
+	if h.DriverVersion != gputest.Version {
+		t.Errorf("driver version %q, want %q", h.DriverVersion, gputest.Version)
 	}
 	want := []gpu.GPU{
-		{Index: 0, Device: sandbox.Device{Path: "/dev/nvidia0", Major: fakeGPUMajor, Minor: 0}, UUID: "GPU-fake-0", Model: "NVIDIA H200"},
-		{Index: 1, Device: sandbox.Device{Path: "/dev/nvidia1", Major: fakeGPUMajor, Minor: 1}, UUID: "GPU-fake-1", Model: "NVIDIA H200"},
+		{Index: 0, Device: sandbox.Device{Path: "/dev/nvidia0", Major: gputest.GPUMajor, Minor: 0}, UUID: "GPU-fake-0", Model: "NVIDIA H200"},
+		{Index: 1, Device: sandbox.Device{Path: "/dev/nvidia1", Major: gputest.GPUMajor, Minor: 1}, UUID: "GPU-fake-1", Model: "NVIDIA H200"},
 	}
 	if !slices.Equal(h.GPUs, want) {
 		t.Errorf("gpus %+v, want %+v", h.GPUs, want)
 	}
-	wantShared := []sandbox.Device{{Path: "/dev/nvidiactl", Major: fakeGPUMajor, Minor: 255},
-		{Path: "/dev/nvidia-uvm", Major: fakeUVMMajor, Minor: 0}, {Path: "/dev/nvidia-uvm-tools", Major: fakeUVMMajor, Minor: 1}}
+	wantShared := []sandbox.Device{{Path: "/dev/nvidiactl", Major: gputest.GPUMajor, Minor: 255},
+		{Path: "/dev/nvidia-uvm", Major: gputest.UVMMajor, Minor: 0}, {Path: "/dev/nvidia-uvm-tools", Major: gputest.UVMMajor, Minor: 1}}
 	if !slices.Equal(h.Shared, wantShared) {
 		t.Errorf("shared devices %+v, want %+v (never nvidia-modeset)", h.Shared, wantShared)
 	}
@@ -43,8 +44,8 @@ func TestDiscoverFakeMachine(t *testing.T) {
 	if h.DriverDir != stageDir {
 		t.Errorf("driver dir %q, want %q", h.DriverDir, stageDir)
 	}
-	for _, f := range []string{"lib64/libcuda.so", "lib64/libcuda.so.1", "lib64/libcuda.so." + fakeVersion, "lib64/libnvidia-ml.so.1",
-		"lib64/libnvidia-ptxjitcompiler.so." + fakeVersion, "bin/nvidia-smi"} {
+	for _, f := range []string{"lib64/libcuda.so", "lib64/libcuda.so.1", "lib64/libcuda.so." + gputest.Version, "lib64/libnvidia-ml.so.1",
+		"lib64/libnvidia-ptxjitcompiler.so." + gputest.Version, "bin/nvidia-smi"} {
 		if !slices.Contains(h.Files, f) {
 			t.Errorf("files %v lack %s", h.Files, f)
 		}
@@ -56,16 +57,16 @@ func TestDiscoverFakeMachine(t *testing.T) {
 	if slices.Contains(h.Files, "lib64/libunrelated.so.1") {
 		t.Errorf("gathered a library that is not the driver's: %v", h.Files)
 	}
-	if target, err := os.Readlink(filepath.Join(stageDir, "lib64/libcuda.so.1")); err != nil || target != "libcuda.so."+fakeVersion {
+	if target, err := os.Readlink(filepath.Join(stageDir, "lib64/libcuda.so.1")); err != nil || target != "libcuda.so."+gputest.Version {
 		t.Errorf("libcuda.so.1 -> %q, %v; want the link kept", target, err)
 	}
 
 	// The loader cache finds the same files when no driver dir is named.
 	cache := "4 libs found in cache `/etc/ld.so.cache'\n" +
-		"\tlibcuda.so.1 (libc6,x86-64) => " + m.driverDir + "/lib64/libcuda.so.1\n" +
-		"\tlibnvidia-ml.so.1 (libc6,x86-64) => " + m.driverDir + "/lib64/libnvidia-ml.so.1\n" +
+		"\tlibcuda.so.1 (libc6,x86-64) => " + m.DriverDir + "/lib64/libcuda.so.1\n" +
+		"\tlibnvidia-ml.so.1 (libc6,x86-64) => " + m.DriverDir + "/lib64/libnvidia-ml.so.1\n" +
 		"\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n"
-	h2, err := gpu.Discover(context.Background(), gpu.Options{Root: m.root, StageDir: filepath.Join(t.TempDir(), "d"), Supported: supported,
+	h2, err := gpu.Discover(context.Background(), gpu.Options{Root: m.Root, StageDir: filepath.Join(t.TempDir(), "d"), Supported: supported,
 		Ldconfig: func(context.Context) ([]byte, error) { return []byte(cache), nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -78,8 +79,8 @@ func TestDiscoverFakeMachine(t *testing.T) {
 func TestDiscoverRefuses(t *testing.T) {
 	ctx := context.Background()
 	t.Run("unsupported driver", func(t *testing.T) {
-		m := newFakeMachine(t, 1)
-		_, err := gpu.Discover(ctx, gpu.Options{Root: m.root, DriverDir: m.driverDir, StageDir: filepath.Join(t.TempDir(), "d"),
+		m := gputest.NewMachine(t, 1)
+		_, err := gpu.Discover(ctx, gpu.Options{Root: m.Root, DriverDir: m.DriverDir, StageDir: filepath.Join(t.TempDir(), "d"),
 			Supported: []string{"535.274.02", "570.86.15"}})
 		if err == nil || !strings.Contains(err.Error(), "580.159.04 is not supported") || !strings.Contains(err.Error(), "535.274.02, 570.86.15") {
 			t.Fatalf("got %v, want a refusal naming the driver and the supported ones", err)
@@ -92,30 +93,30 @@ func TestDiscoverRefuses(t *testing.T) {
 		}
 	})
 	t.Run("sysfs version, no libcuda", func(t *testing.T) {
-		m := newFakeMachine(t, 1)
-		if err := os.Remove(filepath.Join(m.root, "proc/driver/nvidia/version")); err != nil {
+		m := gputest.NewMachine(t, 1)
+		if err := os.Remove(filepath.Join(m.Root, "proc/driver/nvidia/version")); err != nil {
 			t.Fatal(err)
 		}
-		write(t, filepath.Join(m.root, "sys/module/nvidia/version"), fakeVersion+"\n", 0o444)
-		_, err := gpu.Discover(ctx, gpu.Options{Root: m.root, DriverDir: t.TempDir(), StageDir: filepath.Join(t.TempDir(), "d"), Supported: supported})
+		gputest.Write(t, filepath.Join(m.Root, "sys/module/nvidia/version"), gputest.Version+"\n", 0o444)
+		_, err := gpu.Discover(ctx, gpu.Options{Root: m.Root, DriverDir: t.TempDir(), StageDir: filepath.Join(t.TempDir(), "d"), Supported: supported})
 		if err == nil || !strings.Contains(err.Error(), "libcuda.so.1 not found") || !strings.Contains(err.Error(), "--gpu-driver-dir") {
 			t.Fatalf("got %v, want libcuda missing", err)
 		}
 	})
 	t.Run("libraries of another version", func(t *testing.T) {
-		m := newFakeMachine(t, 1)
-		write(t, filepath.Join(m.root, "proc/driver/nvidia/version"), "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.178.04  x\n", 0o444)
-		_, err := gpu.Discover(ctx, gpu.Options{Root: m.root, DriverDir: m.driverDir, StageDir: filepath.Join(t.TempDir(), "d"), Supported: supported})
+		m := gputest.NewMachine(t, 1)
+		gputest.Write(t, filepath.Join(m.Root, "proc/driver/nvidia/version"), "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.178.04  x\n", 0o444)
+		_, err := gpu.Discover(ctx, gpu.Options{Root: m.Root, DriverDir: m.DriverDir, StageDir: filepath.Join(t.TempDir(), "d"), Supported: supported})
 		if err == nil || !strings.Contains(err.Error(), "version mismatch") && !strings.Contains(err.Error(), "kernel module is 580.178.04") {
 			t.Fatalf("got %v, want a version mismatch", err)
 		}
 	})
 	t.Run("no uvm node", func(t *testing.T) {
-		m := newFakeMachine(t, 1)
-		if err := os.Remove(filepath.Join(m.root, "dev/nvidia-uvm")); err != nil {
+		m := gputest.NewMachine(t, 1)
+		if err := os.Remove(filepath.Join(m.Root, "dev/nvidia-uvm")); err != nil {
 			t.Fatal(err)
 		}
-		_, err := gpu.Discover(ctx, gpu.Options{Root: m.root, DriverDir: m.driverDir, StageDir: filepath.Join(t.TempDir(), "d"), Supported: supported})
+		_, err := gpu.Discover(ctx, gpu.Options{Root: m.Root, DriverDir: m.DriverDir, StageDir: filepath.Join(t.TempDir(), "d"), Supported: supported})
 		if err == nil || !strings.Contains(err.Error(), "nvidia-uvm is missing") {
 			t.Fatalf("got %v, want the UVM node missing", err)
 		}

@@ -7,7 +7,8 @@
 #
 #   scripts/gpu-check.sh [SKIFF [RUNSC]]
 #
-# SKIFF (default bin/skiff) and RUNSC (default .device/runsc.xz, else /usr/local/lib/skiff/runsc)
+# SKIFF (default bin/skiff, else bin/skiff.xz) and RUNSC (default bin/runsc.xz, else
+# .device/runsc.xz, else /usr/local/lib/skiff/runsc); either may be xz-compressed (name.xz)
 # may also come from the environment, as may PYTHON (default /opt/torch/.venv/bin/python3,
 # else python3), GPU_DRIVER_DIR (default: the loader cache finds the driver) and OUT (logs,
 # default /tmp/gpu-out). It ends with "N passed, M failed" and exits non-zero when one failed.
@@ -19,10 +20,15 @@ OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/gpu-check.log") 2>&1
 
-SKIFF=${1:-${SKIFF:-bin/skiff}}
+SKIFF=${1:-${SKIFF:-}}
+if [ -z "$SKIFF" ]; then
+	if [ -f bin/skiff ]; then SKIFF=bin/skiff; else SKIFF=bin/skiff.xz; fi
+fi
 RUNSC=${2:-${RUNSC:-}}
 if [ -z "$RUNSC" ]; then
-	if [ -f .device/runsc.xz ]; then RUNSC=.device/runsc.xz; else RUNSC=/usr/local/lib/skiff/runsc; fi
+	for r in bin/runsc.xz .device/runsc.xz /usr/local/lib/skiff/runsc; do
+		if [ -f "$r" ]; then RUNSC=$r; break; fi
+	done
 fi
 PYTHON=${PYTHON:-}
 if [ -z "$PYTHON" ]; then
@@ -55,6 +61,11 @@ echo "python: $PYTHON"
 
 echo "== binaries"
 if [ ! -f "$SKIFF" ]; then echo "no skiff binary at $SKIFF"; fail "skiff binary"; finish; fi
+case "$SKIFF" in
+*.xz)
+	xz -dc "$SKIFF" >"$OUT/skiff" && chmod +x "$OUT/skiff" && SKIFF=$OUT/skiff || { fail "decompress $SKIFF"; finish; }
+	;;
+esac
 chmod +x "$SKIFF" 2>/dev/null
 SKIFF=$(readlink -f "$SKIFF")
 case "$RUNSC" in

@@ -25,6 +25,7 @@ func Catalog() []Page {
 		p("job-types", "job-types.md"),
 		p("runner", "runner.md"),
 		p("builds", "builds.md"),
+		p("gpus", "gpus.md"),
 		{Slug: "project-manifest", File: "manifest.md", Path: "/docs/projects/project-manifest"},
 		p("pricing", "pricing.md"),
 		p("billing", "billing.md"),

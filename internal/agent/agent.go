@@ -18,6 +18,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/gpu"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/sandbox"
 )
@@ -88,8 +89,12 @@ type Config struct {
 	// Profile describes the host; the zero value means DetectProfile().
 	Profile agentproto.ResourceProfile
 	// Capacity is what the host offers tasks; zero fields default to the
-	// profile's cpu_count, memory_total_mb and gpu_count, and Slots.
+	// profile's cpu_count, memory_total_mb, and Slots. Its GPUs are those
+	// of GPU, whatever it says (gpu.go).
 	Capacity agentproto.Capacity
+	// GPU is what gpu.Discover found, trimmed to the GPUs lent to tasks;
+	// nil: this host attaches no GPU and offers none.
+	GPU *gpu.Host
 
 	// LeaseWait is the long-poll wait asked of the controller, capped by
 	// the heartbeat interval it returns at registration.
@@ -154,6 +159,7 @@ type Agent struct {
 	images       *imageFetches
 	cacheMounts  *cacheMounts
 	inputFetches atomic.Int64 // input fetches that went to the controller
+	gpus         *gpu.Allocator
 
 	mu       sync.Mutex
 	hostID   string
@@ -180,9 +186,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Capacity.MemoryMB == 0 {
 		cfg.Capacity.MemoryMB = cfg.Profile.MemoryTotalMB
 	}
-	if cfg.Capacity.GPUs == 0 {
-		cfg.Capacity.GPUs = cfg.Profile.GPUCount
-	}
+	cfg.Capacity.GPUs = attachableGPUs(cfg.GPU)
 	if cfg.Capacity.Slots == 0 {
 		cfg.Capacity.Slots = cfg.Slots
 	}
@@ -225,7 +229,8 @@ func New(cfg Config) (*Agent, error) {
 	return &Agent{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, running: make(map[string]*attempt),
 		inputs:      &inputCache{dir: cfg.InputRoot},
 		images:      &imageFetches{root: strings.TrimRight(cfg.WorkRoot, "/") + "-images", log: cfg.Logger},
-		cacheMounts: &cacheMounts{root: cfg.CacheMountRoot, maxBytes: cfg.CacheMountMaxBytes, log: cfg.Logger, inUse: map[string]int{}}}, nil
+		cacheMounts: &cacheMounts{root: cfg.CacheMountRoot, maxBytes: cfg.CacheMountMaxBytes, log: cfg.Logger, inUse: map[string]int{}},
+		gpus:        gpu.NewAllocator(cfg.Capacity.GPUs)}, nil
 }
 
 // InputFetches counts artifact inputs this host fetched from the
@@ -359,10 +364,12 @@ func (a *Agent) leaseRequest(wait time.Duration) *agentproto.LeaseRequest {
 		}
 		free.CPU -= at.asg.CPU
 		free.MemoryMB -= at.asg.MemoryMB
+		free.GPUs -= at.asg.GPUs
 		free.Slots--
 	}
 	free.CPU = max(free.CPU, 0)
 	free.MemoryMB = max(free.MemoryMB, 0)
+	free.GPUs = max(free.GPUs, 0)
 	free.Slots = max(free.Slots, 0)
 	return &agentproto.LeaseRequest{HostID: a.hostID, Free: free, Running: ids, WaitS: int(wait / time.Second)}
 }

@@ -213,6 +213,13 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 		Stdout:         out.stdoutWriter(),
 		Stderr:         out.stderrWriter(),
 	}
+	// Held until execute returns, after the sandbox is gone (gpu.go).
+	gpus, releaseGPUs, err := at.attachGPUs(img.RootFS)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseGPUs()
+	spec.GPU = gpus
 	if ctx.Err() != nil {
 		return nil, errors.New("attempt cancelled before it started")
 	}
@@ -233,6 +240,7 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 		EndedAt:        so.EndedAt,
 		ResultTooLarge: so.ResultTooLarge,
 		ResultRejected: so.ResultRejected,
+		GPUsAttached:   attachedGPUs(gpus),
 	}
 	if so.Result != nil {
 		if json.Valid(so.Result) {

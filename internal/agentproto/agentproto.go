@@ -63,7 +63,14 @@ import (
 //     enrolled host) gets its image by URL (Assignment.ImageURL,
 //     AttemptImageURLPath): the OCI layout as a tar stream, which it
 //     verifies blob by blob and caches by digest.
-const ProtocolVersion = 5
+//   - 6: GPUs. Assignment.GPUs is how many GPUs the attempt gets, and
+//     Outcome.GPUsAttached how many its sandbox had attached; the GPU
+//     rate is billed only for those. Older hosts attach none, so the
+//     controller counts no GPUs of a host below version 6.
+const ProtocolVersion = 6
+
+// GPUProtocolVersion is the first version whose hosts attach GPUs.
+const GPUProtocolVersion = 6
 
 // MinProtocolVersion is the oldest version the controller still accepts,
 // so that hosts can be upgraded one at a time. The controller answers a
@@ -264,6 +271,8 @@ type Assignment struct {
 	MemoryMB int64   `json:"memory_mb"`
 	TimeoutS int     `json:"timeout_s"` // 0: no timeout
 	Network  bool    `json:"network"`
+	// GPUs (version 6) is how many of the host's GPUs the attempt gets.
+	GPUs int `json:"gpus,omitempty"`
 }
 
 // Data source kinds (the manifest's data_sources[].source).
@@ -390,6 +399,10 @@ type Outcome struct {
 	// OutputArtifactID is the full stdout and stderr, uploaded when they
 	// did not fit the Stdout and Stderr windows.
 	OutputArtifactID string `json:"output_artifact_id,omitempty"`
+
+	// GPUsAttached (version 6) is how many GPUs the attempt's sandbox had
+	// attached: the GPU rate is billed for those only.
+	GPUsAttached int `json:"gpus_attached,omitempty"`
 }
 
 // Output limits (spec section 2.5: output up to 10 KB, error the last ~1000

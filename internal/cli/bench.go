@@ -27,6 +27,8 @@ type benchFlags struct {
 	tmpDir      string
 	keep        bool
 	json        bool
+	gpu         bool
+	gpuFlags    gpuBenchFlags
 }
 
 const benchSynopsis = `Measures the service on this machine and prints a report (figures on stdout,
@@ -81,6 +83,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.runsc, "runsc", build.DefaultRunscPath, "runsc for the server, the bare runs and the driver runs (env SKIFF_RUNSC)")
 	fs.StringVar(&f.tmpDir, "tmp-dir", "", "where the temporary directory goes (default: the system's, usually /tmp) (env SKIFF_TMP_DIR)")
 	fs.BoolVar(&f.keep, "keep", false, "keep the temporary directory (data dir and server logs) for inspection (env SKIFF_KEEP)")
+	fs.BoolVar(&f.gpu, "gpu", false, "instead of the service bench, on a GPU host: a PyTorch matmul's throughput and cold start (process or sandbox start to the first finished kernel) on the bare host and in a one-GPU gVisor sandbox, side by side (see /docs/gpus)")
+	f.gpuFlags.register(fs)
 	fs.BoolVar(&f.json, "json", false, "print the figures as one JSON object instead of the text report (env SKIFF_JSON)")
 	if err := e.parse(fs, args); err != nil {
 		return err
@@ -95,6 +99,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if f.gpu {
+		return runGPUBench(ctx, e, f.runsc, f.gpuFlags, f.json)
+	}
 	rep, err := bench.Run(ctx, bench.Config{Jobs: f.jobs, Warmup: f.warmup, Clients: f.clients,
 		Submissions: f.submissions, FanOutTasks: f.fanOutTasks, Poll: f.poll, Runsc: f.runsc, TmpDir: f.tmpDir,
 		Keep: f.keep, Version: Version, Progress: e.stderr,

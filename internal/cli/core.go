@@ -107,8 +107,10 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties,
 		if err != nil {
 			log.Warn("local host: measuring this machine", "err", err)
 		}
+		gpus := localHostGPUs(ctx, f, dataDir, &prof, log)
 		host, err = agent.New(agent.Config{
 			Profile:    prof,
+			GPU:        gpus,
 			Controller: &agenthttp.Client{BaseURL: controllerURL, Token: token},
 			Driver:     driver, Images: images,
 			WorkRoot:    filepath.Join(dataDir, "host", "work"),

@@ -43,12 +43,16 @@ type remoteHostFlags struct {
 	gpus, slots                int
 	storageGB, gpuMemoryMB     int64
 	runsc, driver              string
+	gpuDriverDir               string
 	allowUnisolated            bool
 	leaseWait                  time.Duration
 	data                       dataFlags
 }
 
 func runHost(ctx context.Context, e *env, args []string) error {
+	if handled, err := hostSubcommand(ctx, e, args); handled {
+		return err
+	}
 	fs := e.newFlags("host --controller URL[,URL...] (--code cek_... | a credential in --data-dir) --data-dir DIR [--cpus N] [--memory-gb G] [--gpus K] [--gpu-memory-mb M] [--storage-gb G]",
 		"Runs a bring-your-own-hardware host: it redeems the enrollment code on its first start (the credential\n"+
 			"is kept in DIR/"+credentialFile+", mode 0600; later starts need no code), then only dials out to\n"+
@@ -61,7 +65,8 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.dataDir, "data-dir", "", "directory for the credential, image cache and attempts (required)")
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU cores lent to tasks (0: the whole machine)")
 	fs.Float64Var(&f.memoryGB, "memory-gb", 0, "memory in GiB lent to tasks (0: the whole machine)")
-	fs.IntVar(&f.gpus, "gpus", 0, "GPUs lent to tasks")
+	fs.IntVar(&f.gpus, "gpus", 0, "GPUs lent to tasks, found on this machine with their driver at start (-1: all it has); see /docs/gpus")
+	fs.StringVar(&f.gpuDriverDir, "gpu-driver-dir", "", "directory of the NVIDIA driver's user-space files (libcuda.so*, nvidia-smi; default: found through the loader cache)")
 	fs.Int64Var(&f.gpuMemoryMB, "gpu-memory-mb", 0, "memory of each GPU in MiB, for requirements.gpu_memory_mb (0: nvidia-smi's)")
 	fs.Int64Var(&f.storageGB, "storage-gb", 0, "disk in GiB lent to each task, for requirements.storage_gb (0: what is free under --data-dir)")
 	fs.IntVar(&f.slots, "slots", 0, "tasks run at once (0: one per lent CPU)")
@@ -104,6 +109,10 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		log.Warn("measuring this machine", "err", err)
 	}
+	gpus, err := hostGPUs(ctx, &f, dataDir, &prof, log)
+	if err != nil {
+		return err
+	}
 	storageGB := f.storageGB
 	if storageGB == 0 {
 		storageGB = freeDiskGB(dataDir)
@@ -115,7 +124,7 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	if memGB <= 0 {
 		memGB = float64(prof.MemoryTotalMB) / 1024
 	}
-	id, err := hostCredential(ctx, dataDir, urls, f.code, &apiv1.RedeemRequest{CPUs: cpus, MemoryGB: memGB, GPUs: f.gpus}, prof, log)
+	id, err := hostCredential(ctx, dataDir, urls, f.code, &apiv1.RedeemRequest{CPUs: cpus, MemoryGB: memGB, GPUs: attachable(gpus)}, prof, log)
 	if err != nil {
 		return err
 	}
@@ -157,14 +166,15 @@ func runHost(ctx context.Context, e *env, args []string) error {
 		CacheRoot: filepath.Join(dataDir, "cache"),
 		Slots:     slots,
 		Profile:   prof,
-		Capacity:  agentproto.Capacity{CPU: cpus, MemoryMB: int64(memGB * 1024), GPUs: f.gpus, StorageGB: storageGB},
+		Capacity:  agentproto.Capacity{CPU: cpus, MemoryMB: int64(memGB * 1024), StorageGB: storageGB},
+		GPU:       gpus,
 		LeaseWait: f.leaseWait,
 		Logger:    log,
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("host started", "controllers", urls, "cpus", cpus, "memory_gb", memGB, "gpus", f.gpus, "slots", slots,
+	log.Info("host started", "controllers", urls, "cpus", cpus, "memory_gb", memGB, "gpus", attachable(gpus), "slots", slots,
 		"storage_gb", storageGB, "single_core_score", prof.SingleCoreScore, "gpu_memory_mb", prof.GPUMemoryMB, "driver", f.driver)
 	err = a.Run(ctx)
 	cctx, cancel = context.WithTimeout(context.Background(), time.Minute)

@@ -73,6 +73,8 @@ type hostFlags struct {
 	cpus            float64
 	memoryMB        int64
 	disabled        bool
+	gpus            int
+	gpuDriverDir    string
 }
 
 // buildFlags configure the image builder.
@@ -101,6 +103,8 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.IntVar(&f.host.warm, "host-warm", -1, "sandboxes the local host keeps booted per initialized project, for tasks of the default shape (-1: one per slot, 0: none) (env SKIFF_HOST_WARM)")
 	fs.Float64Var(&f.host.cpus, "host-cpus", 0, "CPU cores the local host lends tasks (0: all) (env SKIFF_HOST_CPUS)")
 	fs.Int64Var(&f.host.memoryMB, "host-memory-mb", 0, "memory in MiB the local host lends tasks (0: all) (env SKIFF_HOST_MEMORY_MB)")
+	fs.IntVar(&f.host.gpus, "host-gpus", 0, "GPUs the local host lends tasks, found with their driver at start (-1: all this machine has; see /docs/gpus) (env SKIFF_HOST_GPUS)")
+	fs.StringVar(&f.host.gpuDriverDir, "host-gpu-driver-dir", "", "directory of the NVIDIA driver's user-space files (default: found through the loader cache) (env SKIFF_HOST_GPU_DRIVER_DIR)")
 	fs.BoolVar(&f.host.disabled, "no-local-host", false, "run no local host: tasks wait for remote hosts (env SKIFF_NO_LOCAL_HOST)")
 	fs.DurationVar(&f.streams.timeout, "stream-timeout", time.Hour, "life of one event stream; it then sends a timeout frame and the client reconnects (env SKIFF_STREAM_TIMEOUT)")
 	fs.DurationVar(&f.streams.pingInterval, "stream-ping-interval", 15*time.Second, "how often an idle event stream sends a ping frame (env SKIFF_STREAM_PING_INTERVAL)")

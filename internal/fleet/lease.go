@@ -31,7 +31,7 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 	}
 	prof, _ := json.Marshal(req.Profile)
 	h := &host{id: hostID, protocol: req.ProtocolVersion, driver: req.Driver, profile: req.Profile, profJSON: prof,
-		capacity: declaredShare(req.Capacity, enrolled), lastSeen: c.clk.Now(), cancelSent: map[string]time.Time{}, enrolled: enrolled}
+		capacity: gpusAttachable(declaredShare(req.Capacity, enrolled), req.ProtocolVersion), lastSeen: c.clk.Now(), cancelSent: map[string]time.Time{}, enrolled: enrolled}
 	h.lease.Lock()
 	defer h.lease.Unlock()
 	c.mu.Lock()
@@ -286,6 +286,7 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: payload,
 		CPU: t.CPU, MemoryMB: t.MemoryMB, TimeoutS: int(rs.Request.TimeoutS), Inputs: inputs,
 		DataSources: sources, CacheMounts: caches,
+		GPUs: int(t.GPUs),
 	}, nil
 }
 

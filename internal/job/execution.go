@@ -220,7 +220,7 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 		// claimed at (a later requirements edit does not change it).
 		// Attempts the platform lost, exit-137 requeues and runner-declared
 		// infra failures are free.
-		p.BilledSeconds, p.CostMicros = billing.AttemptCost(attemptRate(a, j), o.EndedAt.Sub(o.StartedAt), sub.TimeoutS)
+		p.BilledSeconds, p.CostMicros = billing.AttemptCost(s.gpuHonestRate(a, j, o), o.EndedAt.Sub(o.StartedAt), sub.TimeoutS)
 	}
 	if ranRunner {
 		// The attempt's own output replaces the previous attempt's (spec

@@ -99,6 +99,10 @@ type Spec struct {
 	// goroutine (so the two must not share unsynchronised state). Nil
 	// discards the stream.
 	Stdout, Stderr io.Writer
+
+	// GPU, when set, attaches GPUs to the attempt (gpu.go); nil: none.
+	// Only the gvisor driver attaches them.
+	GPU *GPU
 }
 
 // DefaultMaxResultBytes is the result size cap when Spec.MaxResultBytes is 0.

@@ -23,6 +23,11 @@ type WarmKey struct {
 // it asks for a network, or for data-source or cache mounts, which a
 // sandbox booted ahead does not have (its mounts are fixed at boot).
 func KeyOf(spec *Spec) (key WarmKey, ok bool) {
+	if spec.GPU != nil {
+		// A warm sandbox holds no GPU while idle, and a GPU cannot be
+		// attached to a running sandbox: GPU attempts start cold.
+		return WarmKey{}, false
+	}
 	return WarmKey{RootFS: spec.RootFS, CacheDir: spec.CacheDir, CPU: spec.CPU, MemoryMB: spec.MemoryMB,
 		PidsLimit: spec.PidsLimit}, !spec.Network && len(spec.Mounts) == 0
 }

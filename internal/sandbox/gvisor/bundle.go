@@ -63,7 +63,7 @@ func ociSpec(p bundleParams) *specs.Spec {
 	}
 	in := sandbox.ContainerDirs()
 	noCaps := []string{}
-	return &specs.Spec{
+	spec := &specs.Spec{
 		Version: specs.Version,
 		Process: &specs.Process{
 			User: specs.User{UID: RunnerUID, GID: RunnerGID},
@@ -95,6 +95,8 @@ func ociSpec(p bundleParams) *specs.Spec {
 			},
 		},
 	}
+	withGPU(spec, s.GPU)
+	return spec
 }
 
 func mounts(host, in sandbox.Dirs) []specs.Mount {

@@ -83,6 +83,9 @@ func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, 
 	if spec.Network && d.cfg.Egress == nil {
 		return nil, ErrNoEgress
 	}
+	if err := checkGPU(&spec); err != nil {
+		return nil, fmt.Errorf("gvisor: %w", err)
+	}
 	if s := d.takeWarm(&spec); s != nil {
 		if out, handled, err := d.runWarm(ctx, &spec, s, begin); handled {
 			return out, err
@@ -169,7 +172,7 @@ func exitedCleanly(o *sandbox.Outcome) bool {
 // result and artifacts.
 func (d *Driver) run(ctx context.Context, spec *sandbox.Spec, bundle, network string, log *slog.Logger) (*sandbox.Outcome, error) {
 	logPath := filepath.Join(bundle, "runsc.log")
-	return d.supervised(ctx, spec, bundle, "run", d.runsc.runArgs(network, bundle, logPath, spec.AttemptID), logPath, log,
+	return d.supervised(ctx, spec, bundle, "run", gpuArgs(spec, d.runsc.runArgs(network, bundle, logPath, spec.AttemptID)), logPath, log,
 		func(exited <-chan struct{}, abandon context.CancelFunc) sandbox.Stopper {
 			return &stopper{d: d, id: spec.AttemptID, exited: exited, abandon: abandon}
 		})

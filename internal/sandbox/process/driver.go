@@ -99,6 +99,9 @@ func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, 
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	if spec.GPU != nil {
+		return nil, errors.New("process driver: cannot attach GPUs (GPU tasks need the gvisor driver)")
+	}
 	if len(spec.Mounts) > 0 {
 		// Without a mount namespace a data source or cache mount cannot
 		// appear at its path; running without it would be worse.

@@ -18,6 +18,8 @@
 set -u
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
+# Decompressed binaries go beside, not under $OUT: only logs travel back.
+BINDIR=$(mktemp -d)
 exec > >(tee "$OUT/gpu-check.log") 2>&1
 
 SKIFF=${1:-${SKIFF:-}}
@@ -63,14 +65,14 @@ echo "== binaries"
 if [ ! -f "$SKIFF" ]; then echo "no skiff binary at $SKIFF"; fail "skiff binary"; finish; fi
 case "$SKIFF" in
 *.xz)
-	xz -dc "$SKIFF" >"$OUT/skiff" && chmod +x "$OUT/skiff" && SKIFF=$OUT/skiff || { fail "decompress $SKIFF"; finish; }
+	xz -dc "$SKIFF" >"$BINDIR/skiff" && chmod +x "$BINDIR/skiff" && SKIFF=$BINDIR/skiff || { fail "decompress $SKIFF"; finish; }
 	;;
 esac
 chmod +x "$SKIFF" 2>/dev/null
 SKIFF=$(readlink -f "$SKIFF")
 case "$RUNSC" in
 *.xz)
-	xz -dc "$RUNSC" >"$OUT/runsc" && chmod +x "$OUT/runsc" && RUNSC=$OUT/runsc || { fail "decompress $RUNSC"; finish; }
+	xz -dc "$RUNSC" >"$BINDIR/runsc" && chmod +x "$BINDIR/runsc" && RUNSC=$BINDIR/runsc || { fail "decompress $RUNSC"; finish; }
 	;;
 esac
 chmod +x "$RUNSC" 2>/dev/null

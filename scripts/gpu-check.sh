@@ -51,7 +51,15 @@ finish() {
 	exit $?
 }
 # json EXPR FILE: evaluates a python expression over the JSON lines of FILE (list j).
-json() { python3 -c 'import json,sys; j=[json.loads(l) for l in open(sys.argv[2]) if l.strip().startswith("{")]; print(eval(sys.argv[1]))' "$1" "$2" 2>/dev/null; }
+# A file that is one (pretty-printed) JSON document is a list of one.
+json() { python3 -c '
+import json, sys
+t = open(sys.argv[2]).read()
+try:
+    j = [json.loads(t)]
+except ValueError:
+    j = [json.loads(l) for l in t.splitlines() if l.strip().startswith("{")]
+print(eval(sys.argv[1]))' "$1" "$2" 2>/dev/null; }
 
 echo "== machine"
 uname -r

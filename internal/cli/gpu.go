@@ -128,6 +128,13 @@ func newGPURunner(ctx context.Context, runsc, driverDir, rootFS, dir string, wan
 			return nil, fmt.Errorf("mount point %s in %s: %w", p, rootFS, err)
 		}
 	}
+	// On a host root, /run/skiff also holds the builder's and runsc's state
+	// and is created 0700; the runner (nobody) must traverse it to reach its
+	// mounts. 0711 lets it pass without listing: each state dir under it is
+	// 0700 itself.
+	if err := os.Chmod(filepath.Join(rootFS, sandbox.ContainerRoot), 0o711); err != nil {
+		return nil, fmt.Errorf("mount point %s in %s: %w", sandbox.ContainerRoot, rootFS, err)
+	}
 	d, err := gvisor.New(gvisor.Config{RunscPath: runsc, StateDir: filepath.Join(dir, "runsc"), CgroupParent: "skiff-gpu-" + hostSuffix(dir), Logger: log})
 	if err != nil {
 		return nil, err

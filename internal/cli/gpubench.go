@@ -43,7 +43,10 @@ r = {"cuda": ok, "devices": torch.cuda.device_count(), "name": torch.cuda.get_de
 print("RESULT " + json.dumps(r), flush=True)
 p = os.environ.get("SKIFF_TASK_RESULT")
 if p:
-    open(p, "w").write(json.dumps(r))
+    try:
+        open(p, "w").write(json.dumps(r))
+    except OSError as e:  # the figures are in the RESULT line; say why the file is missing
+        print("result file not written: %s" % e, flush=True)
 `
 
 // gpuBenchFlags configure `skiff bench --gpu`.

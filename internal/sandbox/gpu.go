@@ -35,8 +35,9 @@ type GPU struct {
 
 // Device is a character device node, with the host's numbers.
 type Device struct {
-	Path         string
-	Major, Minor int64
+	Path  string `json:"path"`
+	Major int64  `json:"major"`
+	Minor int64  `json:"minor"`
 }
 
 var gpuDevicePath = regexp.MustCompile(`^/dev/nvidia([0-9]+|ctl|-uvm|-uvm-tools)$`)

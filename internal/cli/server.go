@@ -48,6 +48,7 @@ type serverFlags struct {
 	dutyLease    time.Duration
 	heartbeat    time.Duration
 	data         dataFlags
+	fair         fairFlags
 }
 
 // streamFlags configure the event streams (docs/streams.md).
@@ -119,6 +120,7 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	f.payments.register(fs)
 	f.artifacts.register(fs)
 	f.data.register(fs)
+	f.fair.register(fs)
 	return fs
 }
 
@@ -144,6 +146,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return err // before anything is opened
 	}
 	if err := f.data.validate(); err != nil {
+		return err
+	}
+	if err := f.fair.validate(); err != nil {
 		return err
 	}
 	payCfg, walletPolicy, err := f.payments.config(f.listen)
@@ -244,7 +249,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	local.DataSources = dataSources
 	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir,
-		Jobs: jobs, Preparer: local, Floor: bill, OnBuild: set.ObserveBuild, Contexts: shared.contexts})
+		Jobs: jobs, Preparer: local, Floor: bill, OnBuild: set.ObserveBuild, Contexts: shared.contexts,
+		BuildWorkers: f.fair.buildWorkers, BuildsPerAccount: f.fair.buildsPerAccount, MaxBuildTime: f.fair.buildTimeout,
+		Quotas: f.fair.quotas()})
 	defer projects.Close()
 	if f.databaseURL != "" {
 		go postgres.Listen(brokerCtx, f.databaseURL, postgres.PushChannel, projects.WakeBuilds, log.With("component", "builds"))

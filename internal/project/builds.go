@@ -59,12 +59,18 @@ const MaxBuildStarts = 3
 // LogTailBytes bounds the stored log tail of a build.
 const LogTailBytes = 16 << 10
 
-// builds runs queued pushes through the builder, one at a time, and resumes
-// what a previous run left unfinished.
+// builds runs queued pushes through the builder on a few workers, fairly
+// across accounts (fairQueue), and resumes what a previous run left
+// unfinished.
 type builds struct {
 	svc     *Service
 	builder ImageBuilder
 	wakeCh  chan struct{}
+
+	mu    sync.Mutex
+	queue *fairQueue
+	busy  int // workers building now
+	wg    sync.WaitGroup
 }
 
 func (b *builds) wake() {
@@ -86,20 +92,26 @@ func (s *Service) WakeBuilds() {
 	}
 }
 
-// RunBuilds serves the build queue until ctx ends. Call it once, in its own
-// goroutine; pushes made before it runs wait in the store.
+// RunBuilds serves the build queue until ctx ends, then waits for the
+// builds it started (they stop with ctx and resume at the next start). Call
+// it once, in its own goroutine; pushes made before it runs wait in the
+// store. With several controllers it runs under the "builds" duty, on one
+// of them at a time; PushStart is the claim either way.
 func (s *Service) RunBuilds(ctx context.Context, builder ImageBuilder) error {
-	b := &builds{svc: s, builder: builder, wakeCh: make(chan struct{}, 1)}
+	b := &builds{svc: s, builder: builder, wakeCh: make(chan struct{}, 1), queue: newFairQueue(s.buildsPerAccount)}
 	s.mu.Lock()
 	s.builds = b
 	s.mu.Unlock()
+	defer b.wg.Wait()
 	if err := b.recover(ctx); err != nil {
 		return err
 	}
+	s.log.Info("build queue running", "workers", s.buildWorkers, "builds_per_account", s.buildsPerAccount,
+		"max_build_time", s.maxBuildTime.String())
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	for {
-		if err := b.drain(ctx); err != nil && ctx.Err() == nil {
+		if err := b.dispatch(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("build queue", "err", err)
 		}
 		select {
@@ -136,33 +148,56 @@ func (b *builds) recover(ctx context.Context) error {
 	return nil
 }
 
-func (b *builds) drain(ctx context.Context) error {
+// dispatch starts queued pushes, the fair queue's pick each, while a
+// worker is free. A worker that ends wakes the queue again.
+func (b *builds) dispatch(ctx context.Context) error {
 	for ctx.Err() == nil {
+		b.mu.Lock()
+		free := b.busy < b.svc.buildWorkers
+		b.mu.Unlock()
+		if !free {
+			return nil
+		}
 		pushes, err := b.svc.store.PushListUnfinished(ctx)
 		if err != nil {
 			return err
 		}
-		var next *store.Push
-		for _, pu := range pushes {
-			if pu.Status == store.PushQueued {
-				next = pu
-				break
-			}
-		}
+		b.mu.Lock()
+		next := b.queue.next(pushes)
+		b.mu.Unlock()
 		if next == nil {
 			return nil
 		}
-		b.run(ctx, next)
+		pu, err := b.svc.store.PushStart(ctx, next.ID, b.svc.clock.Now())
+		if errors.Is(err, store.ErrConflict) {
+			continue // it ended meanwhile (its project was deleted, or another controller took it)
+		}
+		if err != nil {
+			return fmt.Errorf("start push %s: %w", next.ID, err)
+		}
+		b.mu.Lock()
+		b.queue.started(pu.AccountID)
+		b.busy++
+		b.mu.Unlock()
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			defer func() {
+				b.mu.Lock()
+				b.queue.ended(pu.AccountID)
+				b.busy--
+				b.mu.Unlock()
+				b.wake()
+			}()
+			b.run(ctx, pu)
+		}()
 	}
 	return nil
 }
 
-func (b *builds) run(ctx context.Context, queued *store.Push) {
+// run builds one push that dispatch started.
+func (b *builds) run(ctx context.Context, pu *store.Push) {
 	s := b.svc
-	pu, err := s.store.PushStart(ctx, queued.ID, s.clock.Now())
-	if err != nil {
-		return // another controller took it, or it ended meanwhile
-	}
 	p, err := s.store.ProjectGetByID(ctx, pu.ProjectID)
 	if err != nil {
 		b.finishFailed(ctx, pu, "the project was deleted during the build", "", "")
@@ -183,16 +218,21 @@ func (b *builds) run(ctx context.Context, queued *store.Push) {
 		return
 	}
 	tail := newTailWriter(LogTailBytes)
+	timeout, capped := s.buildTimeout(p)
+	if capped {
+		fmt.Fprintf(tail, "skiff: this server stops builds after %s, less than the project's setup_timeout_s of %ds\n",
+			timeout, p.SetupTimeoutS)
+	}
 	stopFlush := b.flushTail(ctx, pu.ID, tail)
 	start := time.Now()
 	res, err := b.builder.Build(ctx, BuildRequest{
 		PushID: pu.ID, ContextDir: filepath.Join(ctxDir, m.Build.Context),
 		Dockerfile: filepath.Join(ctxDir, m.Build.Dockerfile), BuildArgs: m.Build.Args, Target: m.Build.Target,
-		Tag: p.ID + "-" + pu.ID, Timeout: time.Duration(p.SetupTimeoutS) * time.Second,
+		Tag: p.ID + "-" + pu.ID, Timeout: timeout,
 		ValidateExecutables: m.Validation.Executables, ValidateFiles: m.Validation.Files, Log: tail,
 	})
 	stopFlush()
-	log := s.log.With("push", pu.ID, "project", p.ID, "duration_ms", time.Since(start).Milliseconds())
+	log := s.log.With("push", pu.ID, "project", p.ID, "account", pu.AccountID, "duration_ms", time.Since(start).Milliseconds())
 	switch {
 	case err == nil:
 		if err := s.keepSeeds(pu, &m); err != nil {
@@ -222,9 +262,15 @@ func (b *builds) run(ctx context.Context, queued *store.Push) {
 	default:
 		var ue *UserBuildError
 		if errors.As(err, &ue) {
-			log.Info("build failed", "reason", ue.Message)
+			msg, next := ue.Message, ue.NextAction
+			if capped && time.Since(start) >= timeout {
+				// The server's cap, not setup_timeout_s, ended it: raising
+				// setup_timeout_s would not help.
+				next = fmt.Sprintf("Make the build faster (keep slow installs in early layers, fetch large data at run time with data_sources), then push again: this server stops every build after %s, whatever setup_timeout_s says.", timeout)
+			}
+			log.Info("build failed", "reason", msg)
 			s.onBuild("failed", time.Since(start))
-			b.finishFailed(ctx, pu, ue.Message, ue.NextAction, tail.String())
+			b.finishFailed(ctx, pu, msg, next, tail.String())
 			return
 		}
 		log.Error("build failed on the platform side", "err", err)
@@ -232,6 +278,19 @@ func (b *builds) run(ctx context.Context, queued *store.Push) {
 		b.finishFailed(ctx, pu, "the build failed on the platform side; this was not caused by your project",
 			"Push again in a few minutes; if it keeps failing, report it with push_ref "+pu.ID+".", tail.String())
 	}
+}
+
+// buildTimeout is how long p's build may run: its setup_timeout_s, cut to
+// the server's MaxBuildTime (capped then).
+func (s *Service) buildTimeout(p *store.Project) (d time.Duration, capped bool) {
+	d = time.Duration(p.SetupTimeoutS) * time.Second
+	if d <= 0 {
+		d = time.Duration(DefaultSetupTimeoutS) * time.Second
+	}
+	if d > s.maxBuildTime {
+		return s.maxBuildTime, true
+	}
+	return d, false
 }
 
 func (b *builds) finishFailed(ctx context.Context, pu *store.Push, msg, next, logTail string) {

@@ -61,6 +61,11 @@ type serverOptions struct {
 	Builder project.ImageBuilder
 	// AllowedBaseImages is --build-allow-base.
 	AllowedBaseImages []string
+	// The build queue's shape and the per-account caps (project.Config's);
+	// zero values take the server's defaults.
+	BuildWorkers, BuildsPerAccount int
+	MaxBuildTime                   time.Duration
+	Quotas                         project.Quotas
 }
 
 // testServer is one running controller.
@@ -107,7 +112,8 @@ func startServer(t testing.TB, opts serverOptions) *testServer {
 		t.Fatal(err)
 	}
 	ts.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: dataDir,
-		Preparer: host, Floor: ts.Billing})
+		Preparer: host, Floor: ts.Billing, BuildWorkers: opts.BuildWorkers, BuildsPerAccount: opts.BuildsPerAccount,
+		MaxBuildTime: opts.MaxBuildTime, Quotas: opts.Quotas})
 	ts.Server = httpapi.New(httpapi.Config{Logger: log, Clock: clk, Store: db, Auth: ts.Auth,
 		Billing: ts.Billing, Projects: ts.Projects, Version: "test"})
 

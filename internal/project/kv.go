@@ -61,6 +61,19 @@ func (s *Service) KVPut(ctx context.Context, p *store.Project, key string, w *ap
 	if err := json.Compact(&compact, w.Value); err != nil {
 		return nil, fault.Invalid("invalid_value", "Send valid JSON.", "value is not valid JSON")
 	}
+	unlock := s.quotaLocks.lock(p.AccountID)
+	defer unlock()
+	old, err := s.store.KVGet(ctx, p.ID, key, now)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("kv get: %w", err)
+	}
+	var oldBytes int64
+	if old != nil {
+		oldBytes = int64(len(old.Value))
+	}
+	if err := s.checkKVQuota(ctx, p.AccountID, oldBytes, old == nil, int64(compact.Len())); err != nil {
+		return nil, err
+	}
 	e, err := s.store.KVPut(ctx, &store.KVPutParams{ProjectID: p.ID, Key: key, Value: json.RawMessage(compact.Bytes()),
 		TTLS: w.TTLS, ExpiresAt: exp, Now: now})
 	if err != nil {

@@ -40,6 +40,14 @@ type Service struct {
 	mu     sync.Mutex
 	builds *builds // set once RunBuilds runs
 
+	// The build queue's shape and the per-account caps (quota.go).
+	buildWorkers     int
+	buildsPerAccount int
+	maxBuildTime     time.Duration
+	quotas           Quotas
+	quotaLocks       quotaLocks
+	uploads          uploads
+
 	// Background work (runtime preparation) lives until Close.
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -68,7 +76,25 @@ type Config struct {
 	// OnBuild, when set, is told how each build ended (published, failed,
 	// platform_error) and how long it took (metrics).
 	OnBuild func(outcome string, d time.Duration)
+	// BuildWorkers is how many builds the queue runs at once (default
+	// DefaultBuildWorkers); it hands them out round-robin by account.
+	BuildWorkers int
+	// BuildsPerAccount is the most builds of one account the queue runs at
+	// once; default one less than BuildWorkers (at least 1), so that a
+	// worker is left for the other accounts.
+	BuildsPerAccount int
+	// MaxBuildTime bounds every build whatever its project's
+	// setup_timeout_s says (default DefaultMaxBuildTime).
+	MaxBuildTime time.Duration
+	// Quotas are the per-account caps; zero fields take their defaults.
+	Quotas Quotas
 }
+
+// The defaults of the build queue (and of the server's flags).
+const (
+	DefaultBuildWorkers = 2
+	DefaultMaxBuildTime = 30 * time.Minute
+)
 
 func New(cfg Config) *Service {
 	bg, cancel := context.WithCancel(context.Background())
@@ -76,8 +102,21 @@ func New(cfg Config) *Service {
 	if onBuild == nil {
 		onBuild = func(string, time.Duration) {}
 	}
+	workers := cfg.BuildWorkers
+	if workers <= 0 {
+		workers = DefaultBuildWorkers
+	}
+	perAccount := cfg.BuildsPerAccount
+	if perAccount <= 0 {
+		perAccount = max(1, workers-1)
+	}
+	maxBuild := cfg.MaxBuildTime
+	if maxBuild <= 0 {
+		maxBuild = DefaultMaxBuildTime
+	}
 	return &Service{store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, jobs: cfg.Jobs, dataDir: cfg.DataDir,
-		preparer: cfg.Preparer, floor: cfg.Floor, contexts: cfg.Contexts, bgCtx: bg, bgCancel: cancel, onBuild: onBuild}
+		preparer: cfg.Preparer, floor: cfg.Floor, contexts: cfg.Contexts, bgCtx: bg, bgCancel: cancel, onBuild: onBuild,
+		buildWorkers: workers, buildsPerAccount: perAccount, maxBuildTime: maxBuild, quotas: cfg.Quotas.withDefaults()}
 }
 
 // Get finds a project of the account; another account's project is not found.
@@ -105,6 +144,11 @@ func (s *Service) Create(ctx context.Context, accountID string, w *apiv1.Project
 		SetupTimeoutS: DefaultSetupTimeoutS, RuntimeKind: "oci", RuntimeVersion: 1, Now: s.clock.Now(),
 	}
 	merge(params, w)
+	unlock := s.quotaLocks.lock(accountID)
+	defer unlock()
+	if err := s.checkProjectQuota(ctx, accountID); err != nil {
+		return nil, err
+	}
 	p, err := s.store.ProjectCreate(ctx, params)
 	if errors.Is(err, store.ErrConflict) {
 		return nil, fault.Conflict("project_exists", "Choose another name, or update the existing project with PUT.",

@@ -53,6 +53,13 @@ func (s *Service) Push(ctx context.Context, accountID, name string, body io.Read
 	if err := s.refuseIfBusy(ctx, p); err != nil {
 		return nil, err
 	}
+	// The account's caps are checked before a byte of the body is read, so
+	// that a refused push stages nothing.
+	uploaded, err := s.beginUpload(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer uploaded()
 	pushID := id.New(id.Push)
 	// The context dir is stored with the push and handed to the builder,
 	// which wants an absolute path; --data-dir defaults to a relative one.

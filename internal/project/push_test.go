@@ -581,12 +581,14 @@ func TestConcurrentPushesOneWins(t *testing.T) {
 		d := "sha256:" + strings.Repeat("1", 64)
 		return &project.BuildResult{ImageRef: "localhost/skiff/x@" + d, ImageDigest: d}, nil
 	})
-	ts := startServer(t, serverOptions{DataDir: t.TempDir(), Builder: published})
+	const n = 6
+	// The account may send all n at once: the race under test is the
+	// database's one active push per project, not the upload cap.
+	ts := startServer(t, serverOptions{DataDir: t.TempDir(), Builder: published, Quotas: project.Quotas{Uploads: n}})
 	release := ts.Builder.Hold()
 	defer release()
 	c := ts.Client(ts.NewAccount(t, "frank").Member)
 	createProject(t, c, "race")
-	const n = 6
 	bodies := make([][]byte, n)
 	for i := range bodies {
 		bodies[i] = scratchProject(t, []byte("not a real runner"), scratchDockerfile, minimalManifest, entry{name: "i.txt", body: fmt.Sprint(i)})

@@ -93,4 +93,14 @@ type ProjectStore interface {
 	KVList(ctx context.Context, p *KVListParams) ([]*KVEntry, error)
 	// KVDelete removes a key; deleting a missing or expired key is ErrNotFound.
 	KVDelete(ctx context.Context, projectID, key string, now time.Time) error
+	// KVAccountUsage counts the live (unexpired at now) keys of all of an
+	// account's projects and the bytes of their values, for the account's
+	// shared-state quota.
+	KVAccountUsage(ctx context.Context, accountID string, now time.Time) (KVUsage, error)
+}
+
+// KVUsage is what an account's shared state holds.
+type KVUsage struct {
+	Keys  int64
+	Bytes int64 // the values' stored JSON, in bytes
 }

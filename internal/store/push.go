@@ -97,6 +97,9 @@ type PushStore interface {
 	// PushListUnfinished lists queued and building pushes of every project,
 	// oldest first, for the builder to resume after a restart.
 	PushListUnfinished(ctx context.Context) ([]*Push, error)
+	// PushCountUnfinished counts an account's queued and building pushes,
+	// over all its projects (the per-account build quota).
+	PushCountUnfinished(ctx context.Context, accountID string) (int, error)
 	// PushStart moves a queued push to building and counts the attempt.
 	// ErrConflict when it is not queued.
 	PushStart(ctx context.Context, id string, now time.Time) (*Push, error)

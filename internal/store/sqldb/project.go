@@ -112,6 +112,12 @@ func (q *queries) KVList(ctx context.Context, p *store.KVListParams) ([]*store.K
 	return collect(rows, scanKV)
 }
 
+func (q *queries) KVAccountUsage(ctx context.Context, accountID string, now time.Time) (store.KVUsage, error) {
+	var u store.KVUsage
+	err := q.read.QueryRowContext(ctx, q.sql("KVAccountUsage"), accountID, micros(now)).Scan(&u.Keys, &u.Bytes)
+	return u, q.mapErr(err)
+}
+
 func (q *queries) KVDelete(ctx context.Context, projectID, key string, now time.Time) error {
 	return q.execOne(ctx, "KVDelete", projectID, key, micros(now))
 }

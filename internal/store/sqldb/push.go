@@ -69,6 +69,12 @@ func (q *queries) PushListUnfinished(ctx context.Context) ([]*store.Push, error)
 	return collect(rows, scanPush)
 }
 
+func (q *queries) PushCountUnfinished(ctx context.Context, accountID string) (int, error) {
+	var n int
+	err := q.read.QueryRowContext(ctx, q.sql("PushCountUnfinished"), accountID).Scan(&n)
+	return n, q.mapErr(err)
+}
+
 // guarded maps "no row came back" from a guarded UPDATE ... RETURNING to
 // ErrConflict when the row exists, since the guard refused the transition.
 func (q *queries) guarded(err error) error {

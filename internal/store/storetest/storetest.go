@@ -70,6 +70,9 @@ func Run(t *testing.T, newStore Factory) {
 	for name, fn := range paymentTests {
 		tests[name] = fn
 	}
+	for name, fn := range quotaTests {
+		tests[name] = fn
+	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

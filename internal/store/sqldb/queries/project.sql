@@ -64,6 +64,14 @@ LIMIT $5;
 DELETE FROM project_kv
 WHERE project_id = $1 AND key = $2 AND (expires_at IS NULL OR expires_at > $3);
 
+-- name: KVAccountUsage
+-- octet_length counts bytes in both engines (length counts characters), and
+-- reads the size without loading the value: SQLite from the record header,
+-- PostgreSQL from the TOAST header.
+SELECT COUNT(*), COALESCE(SUM(octet_length(kv.value)), 0)
+FROM project_kv kv JOIN projects p ON p.id = kv.project_id
+WHERE p.account_id = $1 AND (kv.expires_at IS NULL OR kv.expires_at > $2);
+
 -- name: KVDeleteExpired
 DELETE FROM project_kv WHERE expires_at IS NOT NULL AND expires_at <= $1;
 

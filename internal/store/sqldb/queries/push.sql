@@ -44,6 +44,9 @@ SELECT id, project_id, account_id, status, content_hash, size_bytes, tarball_dif
        created_at, updated_at, started_at, finished_at
 FROM pushes WHERE status IN ('queued', 'building') ORDER BY created_at, id;
 
+-- name: PushCountUnfinished
+SELECT COUNT(*) FROM pushes WHERE account_id = $1 AND status IN ('queued', 'building');
+
 -- name: PushStart
 UPDATE pushes SET status = 'building', attempts = attempts + 1, started_at = $2, updated_at = $2
 WHERE id = $1 AND status = 'queued'

@@ -13,7 +13,7 @@ import (
 // and never less than that minus ReportSlack.
 func TestMeteredRuntime(t *testing.T) {
 	assigned := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	started := assigned.Add(20 * time.Second) // the started report, on the controller's clock
+	started := assigned.Add(20 * time.Second)                // the started report, on the controller's clock
 	hostStart := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) // the host's clock is its own
 	cases := []struct {
 		name     string

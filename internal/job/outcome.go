@@ -37,13 +37,13 @@ const SandboxStartWindow = 10 * time.Second
 
 // Failure kinds of the failure payload (spec 2.5).
 const (
-	FailureExit       = "exit_code"           // non-zero exit
-	FailureTimeout    = "timeout"             // timeout_s elapsed
-	FailureOOM        = "out_of_memory"       // exit 137 or the memory limit
-	FailureInfraLimit = "infra_requeue_limit" // killed or lost too often
-	FailureHost       = "host_error"          // the host could not run it
-	FailureStart      = "start_failed"        // the command could not be started from the image
-	FailureArtifact   = "artifact_rejected"   // declared uploads broke the rules, an upload failed, or an input failed its sha256 check
+	FailureExit       = "exit_code"            // non-zero exit
+	FailureTimeout    = "timeout"              // timeout_s elapsed
+	FailureOOM        = "out_of_memory"        // exit 137 or the memory limit
+	FailureInfraLimit = "infra_requeue_limit"  // killed or lost too often
+	FailureHost       = "host_error"           // the host could not run it
+	FailureStart      = "start_failed"         // the command could not be started from the image
+	FailureArtifact   = "artifact_rejected"    // declared uploads broke the rules, an upload failed, or an input failed its sha256 check
 	FailureBalance    = "insufficient_balance" // the hold could not grow to cover another attempt
 )
 

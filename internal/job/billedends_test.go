@@ -297,3 +297,20 @@ func TestBilledRequeueStopsWhenTheBalanceCannotCoverIt(t *testing.T) {
 		}
 	})
 }
+
+// TestRunPastTheHintIsCharged: runtime_hint_s sizes the hold, timeout_s
+// caps the runtime; an attempt that runs past the hint used to be charged
+// only the hold. The hold now grows to what the attempt was metered.
+func TestRunPastTheHintIsCharged(t *testing.T) {
+	onEngines(t, func(t *testing.T, b *bundle) {
+		j, err := b.svc.Submit(t.Context(), b.account, decode(t,
+			`{"project":"demo","runner_command":["/r"],"timeout_s":3600,"runtime_hint_s":60}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runBilled(t, b, billedRun{outcome: agentproto.Outcome{Result: json.RawMessage(`{}`)}, observed: 1800 * time.Second})
+		if got := moneyOf(t, b, j.ID, []int64{1800}); got != cost(j.RateMicrosPerHour, 1800) {
+			t.Errorf("charged %d, want the 1800 s metered, %d", got, cost(j.RateMicrosPerHour, 1800))
+		}
+	})
+}

@@ -235,9 +235,11 @@ type TaskAttempt struct {
 	WorkerHandle    string          `json:"worker_handle"` // pseudonymous, wkr_...
 	ResourceProfile ResourceProfile `json:"resource_profile"`
 	// BilledSeconds and CostUSD are what the attempt was metered when it
-	// ended: at least 60 s and at most timeout_s of runtime. Zero while it
-	// runs, and for attempts the platform lost (lost hosts, controller
-	// restarts, exit-137 requeues, runner-declared infra failures).
+	// ended: at least 60 s and at most timeout_s of runtime. Every attempt
+	// in which the runner ran is metered, exit-137 and runner-declared
+	// infra requeues included; zero while it runs, and for attempts the
+	// platform lost (lost hosts, controller restarts, sandboxes that failed
+	// to start) or whose command could not be started.
 	BilledSeconds int64 `json:"billed_seconds"`
 	CostUSD       USD   `json:"cost_usd"`
 }

@@ -192,25 +192,7 @@ func (s *Service) reprice(ctx context.Context, q store.Querier, j *store.Job, su
 	if err != nil {
 		return nil, err
 	}
-	open := map[string]*store.Attempt{}
-	var required int64
-	for _, a := range atts {
-		required += a.CostMicros
-		if a.Status == store.AttemptAssigned || a.Status == store.AttemptRunning {
-			open[a.TaskID] = a
-		}
-	}
-	for _, t := range tasks {
-		if t.Status.IsTerminal() {
-			continue
-		}
-		left := max(0, 1+int64(sub.MaxRetries)-t.RetriesUsed)
-		if a := open[t.ID]; a != nil && left > 0 {
-			required += billing.AttemptEstimate(attemptRate(a, j), price.capS)
-			left--
-		}
-		required += left * price.perAttempt
-	}
+	required := holdNeeded(j, sub.MaxRetries, tasks, atts, price.capS, price.perAttempt)
 	rp := &repriced{required: required, hold: h.AmountMicros}
 	if required <= h.AmountMicros {
 		return rp, nil

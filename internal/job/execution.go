@@ -207,21 +207,60 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 	if err != nil {
 		return fmt.Errorf("task of attempt %s: %w", a.ID, err)
 	}
-	d := Classify(t, sub.MaxRetries, o)
 	now := s.clock.Now()
+	ran, trusted := meteredRuntime(a, o, now)
+	d := Classify(t, sub.MaxRetries, o, ran)
+	if d.Billed && !trusted {
+		s.log.Warn("host's runtime report not plausible; metered on the controller's observation", "attempt_id", a.ID,
+			"job_id", a.JobID, "host_id", a.HostID, "reported", o.EndedAt.Sub(o.StartedAt).String(), "metered", ran.String())
+	}
+	err = s.recordEnd(ctx, a, t, j, sub, o, d, ran, progress, tail, now)
+	var short *holdShortError
+	if errors.As(err, &short) {
+		// The hold could not grow to cover the requeue: the task fails
+		// instead, with the attempt still billed (its transaction was
+		// rolled back, so this records the end once).
+		d = stopRequeue(d, t, short.Error())
+		err = s.recordEnd(ctx, a, t, j, sub, o, d, ran, progress, tail, now)
+	}
+	if err != nil {
+		return err
+	}
+	if d.Task == store.TaskQueued || d.Task.IsTerminal() {
+		// A requeued task waits for a host; a job's end may have queued
+		// the jobs that depended on it.
+		s.waker.Wake()
+	}
+	return nil
+}
+
+// recordEnd records attempt a's end as decided (d), in one transaction
+// shared with other reports: the attempt, its task, its events, the job's
+// hold grown when the end may leave it short (coverHold), and the job's end
+// when this was its last open task. ran is the attempt's metered runtime; j
+// is the job when the caller read it (nil: read here when needed). A
+// *holdShortError (nothing recorded) when the hold could not cover a
+// requeue.
+func (s *Service) recordEnd(ctx context.Context, a *store.Attempt, t *store.Task, j *store.Job, sub *submit.Submission,
+	o *agentproto.Outcome, d Decision, ran time.Duration, progress json.RawMessage, tail string, now time.Time) error {
+	var err error
 	p := &store.AttemptFinishParams{
 		AttemptID: a.ID, Status: d.Attempt, TerminalKind: d.TerminalKind, RetryDecision: d.RetryDecision,
 		TaskStatus: d.Task, RetriesUsed: d.RetriesUsed, InfraRequeues: d.InfraRequeues, DeclaredInfra: d.DeclaredInfra,
 		Now: now,
 	}
 	ranRunner := o.HostError == "" && o.SandboxError == ""
-	if (d.Attempt == store.AttemptSucceeded || d.Attempt == store.AttemptFailed) && d.TerminalKind != "start_failed" {
-		// Metered from sandbox start to exit, at the rate the attempt was
-		// claimed at (a later requirements edit does not change it).
-		// Attempts the platform lost, exit-137 requeues and runner-declared
-		// infra failures are free.
-		p.BilledSeconds, p.CostMicros = billing.AttemptCost(s.gpuHonestRate(a, j, o), o.EndedAt.Sub(o.StartedAt), sub.TimeoutS)
+	// The GPU share is charged only when the host attached the GPUs.
+	rate := s.gpuHonestRate(a, j, o)
+	if d.Billed {
+		// Metered for the runtime the controller can vouch for
+		// (meteredRuntime), at the rate the attempt was claimed at (a
+		// later requirements edit does not change it): every end in
+		// which the runner ran, whatever it did to the task. Only the
+		// platform's losses are free (Classify).
+		p.BilledSeconds, p.CostMicros = billing.AttemptCost(rate, ran, sub.TimeoutS)
 	}
+	cover := needsCover(d, p.CostMicros, rate, sub)
 	if ranRunner {
 		// The attempt's own output replaces the previous attempt's (spec
 		// 3.1: kept between retries until the new attempt emits its own).
@@ -260,13 +299,16 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 		if rs, err := s.RunSpec(ctx, j); err == nil {
 			command, cwd = rs.Command, rs.Cwd
 		}
-		p.Result = withFailure(o.Result, failurePayload(d.FailureKind, o, command, cwd, sub.TimeoutS))
+		p.Result = withFailure(o.Result, failurePayload(d.FailureKind, d.Message, o, command, cwd, sub.TimeoutS))
 		if !ranRunner {
 			msg := "attempt ended on the platform's side: " + cmp.Or(o.HostError, o.SandboxError)
 			if d.TerminalKind == "start_failed" {
 				msg = "the runner could not be started: " + o.SandboxError
 			}
 			p.ErrorText = &msg
+		}
+		if d.FailureKind == FailureBalance {
+			p.ErrorText = &d.Message
 		}
 	}
 	data := map[string]any{"attempt_number": a.Number, "worker_handle": a.HostID, "terminal_kind": d.TerminalKind,
@@ -281,11 +323,21 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 	}
 	// Ends share commits with other reports, like starts (AttemptStarted).
 	gctx := context.WithoutCancel(ctx)
-	err = s.store.InGroupTx(gctx, func(q store.Querier) error {
+	return s.store.InGroupTx(gctx, func(q store.Querier) error {
 		ctx := gctx
-		// Lock order: task and attempt (AttemptFinish), then job.
+		// Lock order: task and attempt (AttemptFinish), then job, then
+		// account (coverHold).
 		if _, err := q.AttemptFinish(ctx, p); err != nil {
 			return err
+		}
+		if cover {
+			grown, err := s.coverHold(ctx, q, a.JobID, sub, d.Task == store.TaskQueued, now)
+			if err != nil {
+				return err
+			}
+			if grown > 0 {
+				data["hold_grown_usd"] = apiv1.USD(grown)
+			}
 		}
 		// The last output lines come before the end (spec 6: a stream
 		// shows them before the terminal frame).
@@ -306,15 +358,6 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 		}
 		return s.endIfDone(ctx, q, a.JobID, j, now)
 	})
-	if err != nil {
-		return err
-	}
-	if d.Task == store.TaskQueued || d.Task.IsTerminal() {
-		// A requeued task waits for a host; a job's end may have queued
-		// the jobs that depended on it.
-		s.waker.Wake()
-	}
-	return nil
 }
 
 // SpilledResult is the stored result of a task whose result file was too

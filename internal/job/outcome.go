@@ -5,33 +5,46 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
-// Requeue caps (spec 2.10 rules 2 and 3, section 8).
+// Requeue caps (spec 2.10 rules 2 and 3, section 8). The requeues they
+// cap do not use the task's retry budget; since issue 28 those in which the
+// runner ran (exit 137, an OOM kill, a declared infra failure) are billed
+// all the same, so the caps bound how long a task can loop, not what it
+// can get for free.
 const (
-	// MaxDeclaredInfraRequeues is how often a runner may ask for a free
-	// requeue with failure_class "infra" and a non-zero exit. Past it the
-	// failure counts against max_retries like any other.
+	// MaxDeclaredInfraRequeues is how often a runner may ask for a requeue
+	// outside its retry budget with failure_class "infra" and a non-zero
+	// exit. Past it the failure counts against max_retries like any other.
 	MaxDeclaredInfraRequeues = 3
-	// MaxInfraRequeues caps the free requeues of exit 137 (out of memory,
-	// killed) and of attempts lost with their host or sandbox, so that a
-	// task that is always killed ends: the next such end fails the task with
-	// failure_kind "infra_requeue_limit".
+	// MaxInfraRequeues caps the requeues outside the retry budget of exit
+	// 137 (out of memory, killed), of sandboxes that died and of attempts
+	// lost with their host, so that a task that is always killed ends: the
+	// next such end fails the task with failure_kind "infra_requeue_limit".
 	MaxInfraRequeues = 5
 )
 
+// SandboxStartWindow tells a sandbox that failed to start from one that
+// died under a running runner: a sandbox error within this much metered
+// runtime is the platform's failure to start it (free); a later one ended
+// a runner that ran, and is billed like an exit 137 (the runner may have
+// caused it, and it used the capacity).
+const SandboxStartWindow = 10 * time.Second
+
 // Failure kinds of the failure payload (spec 2.5).
 const (
-	FailureExit       = "exit_code"           // non-zero exit
-	FailureTimeout    = "timeout"             // timeout_s elapsed
-	FailureOOM        = "out_of_memory"       // exit 137 or the memory limit
-	FailureInfraLimit = "infra_requeue_limit" // killed or lost too often
-	FailureHost       = "host_error"          // the host could not run it
-	FailureStart      = "start_failed"        // the command could not be started from the image
-	FailureArtifact   = "artifact_rejected"   // declared uploads broke the rules, an upload failed, or an input failed its sha256 check
+	FailureExit       = "exit_code"            // non-zero exit
+	FailureTimeout    = "timeout"              // timeout_s elapsed
+	FailureOOM        = "out_of_memory"        // exit 137 or the memory limit
+	FailureInfraLimit = "infra_requeue_limit"  // killed or lost too often
+	FailureHost       = "host_error"           // the host could not run it
+	FailureStart      = "start_failed"         // the command could not be started from the image
+	FailureArtifact   = "artifact_rejected"    // declared uploads broke the rules, an upload failed, or an input failed its sha256 check
+	FailureBalance    = "insufficient_balance" // the hold could not grow to cover another attempt
 )
 
 // Decision is what an attempt's end does to its attempt and task.
@@ -48,17 +61,27 @@ type Decision struct {
 	Event string
 	// FailureKind is set when the task failed for good.
 	FailureKind string
+	// Billed says the attempt is metered: the runner ran, and the end was
+	// not the platform's doing (issue 28: billing follows runtime).
+	Billed bool
+	// Message replaces the failure payload's default message when set.
+	Message string
 }
 
 // Classify decides what an attempt's outcome means for its task (spec 2.10
-// and 3.1): exit 0 succeeds; exit 137 or an out-of-memory kill and a host
-// or sandbox failure requeue free (up to MaxInfraRequeues); failure_class
-// infra with a non-zero exit requeues free (up to
-// MaxDeclaredInfraRequeues); any other failure, a timeout included, retries
-// while max_retries allows, then fails the task.
-func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome) Decision {
-	d := Decision{RetriesUsed: t.RetriesUsed, InfraRequeues: t.InfraRequeues, DeclaredInfra: t.DeclaredInfra}
-	free := func(status store.AttemptStatus, kind, event string) Decision {
+// and 3.1) and whether it is billed; ran is its metered runtime
+// (meteredRuntime). Exit 0 succeeds. Exit 137 or an out-of-memory kill, and
+// a sandbox that died after SandboxStartWindow, requeue outside the retry
+// budget (up to MaxInfraRequeues); failure_class infra with a non-zero exit
+// does too (up to MaxDeclaredInfraRequeues); all of these are billed, since
+// the runner ran. A lost or stopped host, a sandbox that failed to start and
+// a kill the runner did not cause are the platform's: requeued outside the
+// budget (up to MaxInfraRequeues) and free. Any other failure, a timeout
+// included, is billed and retries while max_retries allows, then fails the
+// task.
+func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome, ran time.Duration) Decision {
+	d := Decision{RetriesUsed: t.RetriesUsed, InfraRequeues: t.InfraRequeues, DeclaredInfra: t.DeclaredInfra, Billed: true}
+	requeue := func(status store.AttemptStatus, kind, event string) Decision {
 		if d.InfraRequeues >= MaxInfraRequeues {
 			d.Attempt, d.TerminalKind, d.RetryDecision = status, kind, "none"
 			d.Task, d.Event, d.FailureKind = store.TaskFailed, "attempt.failed", FailureInfraLimit
@@ -69,13 +92,21 @@ func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome) Decision {
 		d.Task, d.Event = store.TaskQueued, event
 		return d
 	}
+	platforms := func(kind string) Decision {
+		d.Billed = false
+		return requeue(store.AttemptLost, kind, "attempt.lost")
+	}
 	switch {
 	case o.HostError != "":
-		return free(store.AttemptLost, "host_error", "attempt.lost")
+		// The host failed (image, inputs, sandbox setup) or shut down
+		// under the attempt: the platform's doing.
+		return platforms("host_error")
 	case o.StartFailed:
 		// The runner could not be started from the image as asked (a
 		// missing or non-executable command): the project's fault, so a
-		// failure like a non-zero exit, not a free requeue.
+		// failure like a non-zero exit, not a free requeue; nothing ran,
+		// so nothing is billed.
+		d.Billed = false
 		d.Attempt, d.TerminalKind = store.AttemptFailed, "start_failed"
 		if d.RetriesUsed < int64(maxRetries) {
 			d.RetriesUsed++
@@ -85,18 +116,23 @@ func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome) Decision {
 		d.RetryDecision, d.Task, d.Event, d.FailureKind = "none", store.TaskFailed, "attempt.failed", FailureStart
 		return d
 	case o.SandboxError != "" && !o.TimedOut && !o.OOMKilled:
-		return free(store.AttemptLost, "lost", "attempt.lost")
+		if ran < SandboxStartWindow {
+			return platforms("lost") // the sandbox failed to start
+		}
+		// The sandbox died under a runner that ran: billed, and requeued
+		// outside the budget like an exit 137.
+		return requeue(store.AttemptInfra, "killed", "attempt.infra_requeued")
 	case o.Killed && !o.TimedOut && !o.OOMKilled:
 		// Killed without the controller's cancel having ended the
-		// attempt first (that path never reaches here): the host stopped
-		// it, which is the platform's doing.
-		return free(store.AttemptLost, "killed", "attempt.lost")
+		// attempt first (that path never reaches here, and a runner
+		// cannot set it): the host stopped it, the platform's doing.
+		return platforms("killed")
 	case o.OOMKilled || (o.ExitCode == 137 && !o.TimedOut):
 		kind := "killed"
 		if o.OOMKilled {
 			kind = "oom"
 		}
-		return free(store.AttemptInfra, kind, "attempt.infra_requeued")
+		return requeue(store.AttemptInfra, kind, "attempt.infra_requeued")
 	case o.ArtifactError != "":
 		// Declared uploads that are absolute, escape, are symlinks or are
 		// missing fail the task whatever the exit code; a retry would
@@ -129,6 +165,17 @@ func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome) Decision {
 	return d
 }
 
+// stopRequeue turns decision d, which requeued task t, into the task's
+// failure because the job's hold could not grow to cover another attempt
+// (msg says by how much): the attempt keeps its status and its bill, the
+// task keeps the counters it had.
+func stopRequeue(d Decision, t *store.Task, msg string) Decision {
+	d.RetriesUsed, d.InfraRequeues, d.DeclaredInfra = t.RetriesUsed, t.InfraRequeues, t.DeclaredInfra
+	d.RetryDecision, d.Task, d.Event = "none", store.TaskFailed, "attempt.failed"
+	d.FailureKind, d.Message = FailureBalance, msg
+	return d
+}
+
 // lostOutcome is the outcome recorded for an attempt that the controller
 // gave up on: its host vanished, or no longer runs it, or the controller
 // restarted under it.
@@ -147,8 +194,9 @@ type FailurePayload struct {
 	Message        string   `json:"message"`
 }
 
-// failurePayload describes how a task failed, for its result.
-func failurePayload(kind string, o *agentproto.Outcome, command []string, cwd string, timeoutS int64) json.RawMessage {
+// failurePayload describes how a task failed, for its result; msg, when
+// set, replaces the message kind implies.
+func failurePayload(kind, msg string, o *agentproto.Outcome, command []string, cwd string, timeoutS int64) json.RawMessage {
 	p := FailurePayload{FailureKind: kind, Command: command, Cwd: cwd}
 	if command == nil {
 		p.Command = []string{}
@@ -164,7 +212,7 @@ func failurePayload(kind string, o *agentproto.Outcome, command []string, cwd st
 	case FailureOOM:
 		p.Message = "the runner was killed (exit 137, usually out of memory)"
 	case FailureInfraLimit:
-		p.Message = fmt.Sprintf("the attempt was killed or lost %d times in a row on the platform's side; the task was given up", MaxInfraRequeues+1)
+		p.Message = fmt.Sprintf("the task's attempts were killed (exit 137, out of memory), lost with their host or sandbox %d times; the task was given up", MaxInfraRequeues+1)
 	case FailureHost:
 		p.Message = "the host could not run the task"
 	case FailureArtifact:
@@ -173,6 +221,9 @@ func failurePayload(kind string, o *agentproto.Outcome, command []string, cwd st
 		p.Message = "the runner could not be started: check runner_command (or the manifest's entrypoint) and that it names an executable in the image"
 	default:
 		p.Message = fmt.Sprintf("the runner exited with code %d", o.ExitCode)
+	}
+	if msg != "" {
+		p.Message = msg
 	}
 	out, _ := json.Marshal(p)
 	return out

@@ -62,7 +62,7 @@ func crossTenantPush(t *testing.T, c *apitest.Client, name string, runner []byte
 // task as the owner sees it once the job has ended.
 func crossTenantRun(t *testing.T, c *apitest.Client, project string, payload map[string]any) map[string]any {
 	t.Helper()
-	jid := c.Post(t, "/api/v1/jobs", map[string]any{"project": project, "payload": payload}).
+	jid := c.Post(t, "/api/v1/jobs", map[string]any{"project": project, "runner_command": []string{"/runner"}, "payload": payload}).
 		Object(t, http.StatusCreated)["id"].(string)
 	waitFor(t, c, "/api/v1/jobs/"+jid, 4*time.Minute, func(m map[string]any) bool {
 		s, _ := m["status"].(string)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -71,10 +72,22 @@ type Config struct {
 	// CacheRoot holds one cache directory per project
 	// (SKIFF_TASK_CACHE_DIR), shared by its attempts on this host.
 	CacheRoot string
-	// InputRoot caches artifact inputs by sha256, shared by every attempt
-	// on this host; empty means <WorkRoot>-inputs. On the same filesystem
-	// as WorkRoot, inputs are hard-linked into attempts, not copied.
+	// InputRoot caches artifact inputs by account and sha256, shared by
+	// the account's attempts on this host; empty means <WorkRoot>-inputs.
+	// On the same filesystem as WorkRoot, inputs are hard-linked into
+	// attempts, not copied.
 	InputRoot string
+	// SeedRoot is the only place cache-mount seeds are copied from: a
+	// seed path elsewhere (or reaching elsewhere through a link) is
+	// refused. Empty: no seeds at all. The controller's own host sets it
+	// to the controller's seeds directory; an enrolled host to its own.
+	SeedRoot string
+	// LayoutsInPlace lets an assignment name its image by a directory on
+	// this machine (Assignment.ImageLayoutDir): only the controller's own
+	// host, which shares the controller's filesystem. An enrolled host
+	// fetches images by URL and refuses a path, which would name whatever
+	// the controller says on the host's disk.
+	LayoutsInPlace bool
 	// DataSources fetches and holds the revisions' data sources; nil
 	// fails the attempts of revisions that declare any (a host error).
 	DataSources DataSources
@@ -225,6 +238,17 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.InputRoot == "" {
 		cfg.InputRoot = strings.TrimRight(cfg.WorkRoot, "/") + "-inputs"
+	}
+	// The host's caches hold every tenant's inputs and files: readable by
+	// the host alone (tasks see theirs through their sandbox's mounts).
+	// MkdirAll leaves an existing directory's mode, hence the chmod.
+	for _, dir := range []string{cfg.InputRoot, cfg.CacheRoot, cfg.CacheMountRoot} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create host cache: %w", err)
+		}
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("host cache: %w", err)
+		}
 	}
 	return &Agent{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, running: make(map[string]*attempt),
 		inputs:      &inputCache{dir: cfg.InputRoot},

@@ -247,6 +247,7 @@ func startAgent(t *testing.T, fc *fakeController, d sandbox.Driver, img image, o
 		WorkRoot:         filepath.Join(dir, "work"),
 		CacheRoot:        filepath.Join(dir, "cache"),
 		Slots:            4,
+		LayoutsInPlace:   true,
 		LeaseWait:        time.Second,
 		MinBackoff:       20 * time.Millisecond,
 		MaxBackoff:       200 * time.Millisecond,

@@ -38,9 +38,16 @@ type UploadParams struct {
 	Body      io.Reader
 }
 
-// inputCache keeps artifact inputs on the host by sha256, so that every
-// attempt of a fan-out over one dataset shares one fetch: concurrent
-// requests for the same content wait for the first.
+// inputCache keeps artifact inputs on the host by account and sha256, so
+// that every attempt of a fan-out over one dataset shares one fetch:
+// concurrent requests for the same content wait for the first.
+//
+// Never by sha256 alone: an external artifact's sha256 is what its tenant
+// claims, and a tenant naming another tenant's digest on a URL of its own
+// would otherwise be handed the other tenant's bytes, never fetched. Per
+// account, an account's first use of any content is a real fetch, checked
+// against the digest; only its own later attempts reuse it. The directory
+// is 0700: the bytes reach a task through its own read-only inputs dir.
 type inputCache struct {
 	dir string
 
@@ -56,7 +63,7 @@ type fetchCall struct {
 
 // Fetches counts fetches that went to the controller, for tests.
 func (c *inputCache) get(ctx context.Context, key string, fetch func(w io.Writer) (string, error)) (string, error) {
-	final := filepath.Join(c.dir, key)
+	final := filepath.Join(c.dir, filepath.FromSlash(key))
 	if _, err := os.Stat(final); err == nil {
 		return final, nil
 	}
@@ -88,10 +95,11 @@ func (c *inputCache) get(ctx context.Context, key string, fetch func(w io.Writer
 // fill fetches into a temporary file, checks the digest the fetch reports
 // against the key, and renames it into place.
 func (c *inputCache) fill(key, final string, fetch func(w io.Writer) (string, error)) (string, error) {
-	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+	dir := filepath.Dir(final)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	f, err := os.CreateTemp(c.dir, ".fetch-*")
+	f, err := os.CreateTemp(dir, ".fetch-*")
 	if err != nil {
 		return "", err
 	}
@@ -139,15 +147,17 @@ func (at *attempt) resolveInputs(ctx context.Context) ([]sandbox.Input, error) {
 	}
 	used := map[string]bool{}
 	out := make([]sandbox.Input, 0, len(ins))
+	scope := tenantDir(at.tenant())
 	for _, in := range ins {
 		key := in.SHA256
 		if key == "" {
 			// An external input without a digest: cached per id, since
 			// nothing says two URLs hold the same bytes.
-			key = "id-" + in.ID
+			key = "id-" + hex.EncodeToString([]byte(in.ID))
 		} else if !validSHA(key) {
 			return nil, fmt.Errorf("input %s has a malformed sha256", in.ID)
 		}
+		key = scope + "/" + key
 		p, err := at.a.inputs.get(ctx, key, func(w io.Writer) (string, error) {
 			at.a.inputFetches.Add(1)
 			return in.SHA256, tr.FetchInput(ctx, at.asg.AttemptID, in, w)
@@ -170,6 +180,13 @@ func (at *attempt) resolveInputs(ctx context.Context) ([]sandbox.Input, error) {
 		out = append(out, sandbox.Input{Name: name, HostPath: p})
 	}
 	return out, nil
+}
+
+// tenantDir is the directory of one account's cached inputs: a digest of
+// its id, a plain name whatever the id holds.
+func tenantDir(tenant string) string {
+	sum := sha256.Sum256([]byte(tenant))
+	return "t-" + hex.EncodeToString(sum[:16])
 }
 
 func validSHA(s string) bool {

@@ -113,6 +113,8 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 	var img *ociimage.Image
 	var err error
 	switch {
+	case asg.ImageLayoutDir != "" && !cfg.LayoutsInPlace:
+		err = fmt.Errorf("the assignment names an image directory (%s); this host takes images only by URL", asg.ImageLayoutDir)
 	case asg.ImageLayoutDir != "":
 		img, err = cfg.Images.Unpack(ctx, asg.ImageLayoutDir, asg.ImageDigest)
 	case asg.ImageURL != "":

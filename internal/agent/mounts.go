@@ -38,6 +38,9 @@ func (at *attempt) mounts(ctx context.Context, rootfs string) ([]sandbox.Mount, 
 			release()
 			return nil, nil, fmt.Errorf("data source %q: this host cannot fetch data sources", ds.Name)
 		}
+		if ds.Account == "" {
+			ds.Account = at.tenant()
+		}
 		src, rel, err := at.a.cfg.DataSources.Acquire(ctx, ds)
 		if err != nil {
 			release()
@@ -63,8 +66,15 @@ func (at *attempt) mounts(ctx context.Context, rootfs string) ([]sandbox.Mount, 
 			release()
 			return nil, nil, fmt.Errorf("cache mount %q: %w", cm.Name, err)
 		}
+		seed := ""
+		if cm.Seed != "" {
+			if seed, err = at.a.seedPath(cm.Seed); err != nil {
+				release()
+				return nil, nil, fmt.Errorf("cache mount %q: %w", cm.Name, err)
+			}
+		}
 		releases = append(releases, at.a.cacheMounts.hold(src))
-		out = append(out, sandbox.Mount{Source: src, Destination: cm.Path, Seed: cm.Seed})
+		out = append(out, sandbox.Mount{Source: src, Destination: cm.Path, Seed: seed})
 	}
 	return out, release, nil
 }
@@ -100,4 +110,41 @@ func ensureMountPoint(rootfs, p string, dir bool) error {
 		return err
 	}
 	return f.Close()
+}
+
+// tenant names whose the host's cached inputs and data sources of this
+// attempt are: its account, or, from a controller older than protocol 6
+// that does not say, its project (which belongs to one account).
+func (at *attempt) tenant() string {
+	if at.asg.AccountID != "" {
+		return at.asg.AccountID
+	}
+	return "project:" + at.asg.ProjectID
+}
+
+// seedPath is seed resolved, if it lies under the host's seed root: a
+// controller names the directory a cache mount is seeded from, and a host
+// copies it into the task's cache; anything outside the root (the host's
+// /etc, another tenant's files, the controller's image store) is refused,
+// links followed.
+func (a *Agent) seedPath(seed string) (string, error) {
+	if a.cfg.SeedRoot == "" {
+		return "", fmt.Errorf("seed %s refused: this host takes no cache seeds", seed)
+	}
+	root, err := filepath.EvalSymlinks(a.cfg.SeedRoot)
+	if err != nil {
+		return "", fmt.Errorf("seed root: %w", err)
+	}
+	if !filepath.IsAbs(seed) {
+		return "", fmt.Errorf("seed %s refused: not an absolute path", seed)
+	}
+	real, err := filepath.EvalSymlinks(seed)
+	if err != nil {
+		return "", fmt.Errorf("seed %s: %w", seed, err)
+	}
+	rel, err := filepath.Rel(root, real)
+	if err != nil || rel == "." || !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("seed %s refused: not under this host's seeds directory %s", seed, a.cfg.SeedRoot)
+	}
+	return real, nil
 }

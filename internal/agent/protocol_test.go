@@ -264,7 +264,7 @@ func runScripted(t *testing.T, c *scriptedController, cfg agent.Config, d time.D
 	cfg.Driver = processDriver(t)
 	cfg.Images = &ociimage.Cache{Root: filepath.Join(dir, "images")}
 	cfg.WorkRoot, cfg.CacheRoot = filepath.Join(dir, "work"), filepath.Join(dir, "cache")
-	cfg.Slots = 1
+	cfg.Slots, cfg.LayoutsInPlace = 1, true
 	cfg.Profile = agentproto.ResourceProfile{CPUCount: 1, MemoryTotalMB: 1024}
 	a, err := agent.New(cfg)
 	if err != nil {

@@ -33,6 +33,8 @@ package agentproto
 
 import (
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -63,10 +65,18 @@ import (
 //     enrolled host) gets its image by URL (Assignment.ImageURL,
 //     AttemptImageURLPath): the OCI layout as a tar stream, which it
 //     verifies blob by blob and caches by digest.
-//   - 6: GPUs. Assignment.GPUs is how many GPUs the attempt gets, and
-//     Outcome.GPUsAttached how many its sandbox had attached; the GPU
-//     rate is billed only for those. Older hosts attach none, so the
-//     controller counts no GPUs of a host below version 6.
+//   - 6: GPUs, and tenants kept apart on a host (two features that
+//     shipped together). Assignment.GPUs is how many GPUs the attempt
+//     gets, and Outcome.GPUsAttached how many its sandbox had attached;
+//     the GPU rate is billed only for those. Older hosts attach none, so
+//     the controller counts no GPUs of a host below version 6.
+//     Assignment.AccountID names the job's account, and the host keys its
+//     input and data-source caches by it (an account never reuses bytes
+//     another account fetched); a DataSource carries the account and, for
+//     a huggingface source, the token the host sends to the hub (the
+//     tenant's own, or the operator's for a repo on the operator's list).
+//     An older host would share cached bytes across accounts, so tasks
+//     with inputs or data sources go only to hosts of version 6.
 const ProtocolVersion = 6
 
 // GPUProtocolVersion is the first version whose hosts attach GPUs.
@@ -242,6 +252,10 @@ type Assignment struct {
 	TaskID    string `json:"task_id"`
 	JobID     string `json:"job_id"`
 	ProjectID string `json:"project_id"` // names the host's per-project cache dir
+	// AccountID (version 6) is the job's account: the host keeps the
+	// inputs and data sources it fetches for one account apart from every
+	// other's.
+	AccountID string `json:"account_id,omitempty"`
 
 	// ImageDigest is the image manifest digest, "sha256:<hex>".
 	ImageDigest string `json:"image_digest"`
@@ -296,6 +310,26 @@ type DataSource struct {
 	RepoType string   `json:"repo_type,omitempty"`
 	Revision string   `json:"revision,omitempty"`
 	Include  []string `json:"include,omitempty"`
+
+	// Account (version 6) is the account the source is fetched for: the
+	// host's cache entry is that account's alone.
+	Account string `json:"account_id,omitempty"`
+	// Token (version 6, huggingface) is the bearer token sent to the hub
+	// for this source: the tenant's own (the project env variable the
+	// source names), or the operator's when the repo is on the operator's
+	// list; empty fetches anonymously. Never logged (see LogValue).
+	Token string `json:"token,omitempty"`
+}
+
+// LogValue keeps the token out of every log line that names a source.
+func (ds DataSource) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("name", ds.Name), slog.String("source", ds.Source),
+		slog.String("repo", ds.Repo), slog.String("revision", ds.Revision), slog.Bool("token", ds.Token != ""))
+}
+
+// String keeps the token out of a source printed with %v.
+func (ds DataSource) String() string {
+	return fmt.Sprintf("data source %q (%s)", ds.Name, ds.Source)
 }
 
 // CacheMount is a writable directory of the project on the host, kept

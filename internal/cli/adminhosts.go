@@ -2,13 +2,19 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/enroll"
 	"github.com/skiffhq/skiff/internal/httpapi"
@@ -16,20 +22,29 @@ import (
 )
 
 func adminCreateEnrollment(ctx context.Context, e *env, args []string) error {
-	fs := e.newFlags("admin create-enrollment [--name NAME] [--work cpu|gpu|cpu,gpu] [--rate-percent P]",
-		"Makes a one-time host enrollment code (cek_..., single use, valid 24 hours) and prints only the code.\n"+
-			"The host's name, the work it may take and its rate share are fixed here; the machine redeems\n"+
-			"the code with `skiff host --code` or the installer at /skiff-host.")
+	fs := e.newFlags("admin create-enrollment [--name NAME] [--work cpu|gpu|cpu,gpu] [--rate-percent P] [--binary PATH] [--runsc PATH]",
+		"Makes a one-time host enrollment code (cek_..., single use, valid 24 hours) and prints only the code\n"+
+			"on stdout. On stderr it prints the sha256 of the binaries the controller serves to the installer\n"+
+			"at /skiff-host (this skiff binary and runsc): give them to the machine's owner with the code, by\n"+
+			"another channel, so the installer checks what it downloads against them (--skiff-sha256,\n"+
+			"--runsc-sha256) rather than against what the controller says. The host's name, the work it may\n"+
+			"take and its rate share are fixed here; the machine redeems the code with `skiff host --code-file`\n"+
+			"or the installer at /skiff-host.")
 	var sf storeFlags
 	sf.register(fs)
 	name := fs.String("name", "", "the host's name (default: its hostname)")
 	work := fs.String("work", "cpu", "work kinds it may take: cpu, gpu or cpu,gpu")
 	rate := fs.Int("rate-percent", enroll.DefaultRatePercent, "the host's share of what its tasks earn, 0-100")
+	binary := fs.String("binary", "", "the skiff binary the server serves to hosts (default: this one)")
+	runsc := fs.String("runsc", build.DefaultRunscPath, "the runsc the server serves to hosts, as its --runsc (env SKIFF_RUNSC)")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
 	if *rate < 0 || *rate > 100 {
 		return fmt.Errorf("--rate-percent must be 0-100")
+	}
+	if *binary == "" {
+		*binary = selfPath()
 	}
 	db, err := sf.open(ctx)
 	if err != nil {
@@ -41,7 +56,42 @@ func adminCreateEnrollment(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintln(e.stdout, code)
+	printBinarySums(e, *binary, *runsc)
 	return nil
+}
+
+// printBinarySums prints, on stderr, the sha256 of the binaries served at
+// /skiff-host/bin/, for the owner of a new host to check out of band: over
+// a channel an attacker controls, the controller's own .sha256 answers
+// prove nothing.
+func printBinarySums(e *env, binary, runsc string) {
+	platform := runtime.GOOS + "-" + runtime.GOARCH
+	sums := map[string]string{}
+	for _, b := range []struct{ flag, name, path string }{{"--skiff-sha256", platform, binary}, {"--runsc-sha256", "runsc-" + platform, runsc}} {
+		sum, err := fileSHA256(b.path)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "sha256 of %s (%s): unavailable: %v\n", b.name, b.path, err)
+			continue
+		}
+		fmt.Fprintf(e.stderr, "sha256 of %s (%s): %s\n", b.name, b.path, sum)
+		sums[b.flag] = sum
+	}
+	if len(sums) == 2 {
+		fmt.Fprintf(e.stderr, "give the owner the code and: --skiff-sha256 %s --runsc-sha256 %s\n", sums["--skiff-sha256"], sums["--runsc-sha256"])
+	}
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func adminHosts(ctx context.Context, e *env, args []string) error {

@@ -116,6 +116,9 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties,
 			WorkRoot:    filepath.Join(dataDir, "host", "work"),
 			CacheRoot:   filepath.Join(dataDir, "host", "cache"),
 			DataSources: lh.data, CacheMountMaxBytes: gib(f.data.cacheMountsGB),
+			// The controller's own host shares its filesystem: images by
+			// path, and seeds from the controller's seeds directory only.
+			LayoutsInPlace: true, SeedRoot: filepath.Join(dataDir, "seeds"),
 			Slots:    f.host.slots,
 			Capacity: agentCapacity(f),
 			Logger:   log.With("component", "host"),

@@ -50,7 +50,7 @@ func TestDataSourcesEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--host-slots", "2",
-		"--huggingface-endpoint", hub.URL, "--huggingface-token-file", tokenFile, "--data-source-allow-private")
+		"--huggingface-endpoint", hub.URL, "--huggingface-token-file", tokenFile, "--huggingface-token-repos", "acme/*", "--data-source-allow-private")
 	key := strings.TrimSpace(skiff(t, nil, "admin", "create-key", "--data-dir", dir, "--account", "e2e").stdout)
 	skiff(t, nil, "admin", "grant-credit", "--data-dir", dir, "--account", "e2e", "--usd", "20")
 	c := srv.client(t, key)

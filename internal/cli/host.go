@@ -39,6 +39,8 @@ type hostIdentity struct {
 
 type remoteHostFlags struct {
 	controllers, code, dataDir string
+	codeFile                   string
+	insecureHTTP               bool
 	cpus, memoryGB             float64
 	gpus, slots                int
 	storageGB, gpuMemoryMB     int64
@@ -53,15 +55,18 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	if handled, err := hostSubcommand(ctx, e, args); handled {
 		return err
 	}
-	fs := e.newFlags("host --controller URL[,URL...] (--code cek_... | a credential in --data-dir) --data-dir DIR [--cpus N] [--memory-gb G] [--gpus K] [--gpu-memory-mb M] [--storage-gb G]",
+	fs := e.newFlags("host --controller https://URL[,URL...] (--code-file FILE | a credential in --data-dir) --data-dir DIR [--cpus N] [--memory-gb G] [--gpus K] [--gpu-memory-mb M] [--storage-gb G]",
 		"Runs a bring-your-own-hardware host: it redeems the enrollment code on its first start (the credential\n"+
 			"is kept in DIR/"+credentialFile+", mode 0600; later starts need no code), then only dials out to\n"+
 			"the controller: register, long-poll for work, run each attempt in a gVisor sandbox, report.\n"+
 			"Several --controller URLs (one PostgreSQL behind them) are tried in turn when one stops answering.\n"+
+			"Plain http:// controllers are refused unless on this machine (loopback) or --insecure-http.\n"+
 			"See /docs/hosting.")
 	var f remoteHostFlags
-	fs.StringVar(&f.controllers, "controller", "", "controller URL(s), comma-separated (required)")
-	fs.StringVar(&f.code, "code", "", "one-time enrollment code (cek_...) for the first start")
+	fs.StringVar(&f.controllers, "controller", "", "controller URL(s), comma-separated (required); https, or http on loopback")
+	fs.StringVar(&f.codeFile, "code-file", "", "file holding the one-time enrollment code (cek_...) for the first start; must not be readable by group or others (mode 0600); removed once redeemed")
+	fs.StringVar(&f.code, "code", "", "DEPRECATED: the code on the command line is visible to every user in ps and kept in shell history; use --code-file")
+	fs.BoolVar(&f.insecureHTTP, "insecure-http", false, "allow a plain http:// controller off loopback: the code, the credential and tasks' data then cross the network in the clear")
 	fs.StringVar(&f.dataDir, "data-dir", "", "directory for the credential, image cache and attempts (required)")
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU cores lent to tasks (0: the whole machine)")
 	fs.Float64Var(&f.memoryGB, "memory-gb", 0, "memory in GiB lent to tasks (0: the whole machine)")
@@ -88,6 +93,9 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	}
 	for i, u := range urls {
 		urls[i] = strings.TrimRight(u, "/")
+		if err := agenthttp.CheckControllerURL(urls[i], f.insecureHTTP); err != nil {
+			return err
+		}
 	}
 	dataDir, err := filepath.Abs(f.dataDir)
 	if err != nil {
@@ -99,6 +107,13 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(e.stderr, nil)).With("component", "host")
+	if f.insecureHTTP {
+		log.Warn("--insecure-http: a plain http controller off loopback is allowed; the code, the credential and tasks' data cross the network in the clear")
+	}
+	code, err := enrollmentCode(&f, log)
+	if err != nil {
+		return err
+	}
 
 	if f.storageGB < 0 || f.gpuMemoryMB < 0 {
 		return errors.New("--storage-gb and --gpu-memory-mb must not be negative")
@@ -124,7 +139,7 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	if memGB <= 0 {
 		memGB = float64(prof.MemoryTotalMB) / 1024
 	}
-	id, err := hostCredential(ctx, dataDir, urls, f.code, &apiv1.RedeemRequest{CPUs: cpus, MemoryGB: memGB, GPUs: attachable(gpus)}, prof, log)
+	id, err := hostCredential(ctx, dataDir, urls, code, &apiv1.RedeemRequest{CPUs: cpus, MemoryGB: memGB, GPUs: attachable(gpus)}, prof, log)
 	if err != nil {
 		return err
 	}
@@ -159,8 +174,11 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	a, err := agent.New(agent.Config{
 		Controller:  agenthttp.NewFailover(urls, id.Credential),
 		DataSources: dataSources, CacheMountMaxBytes: gib(f.data.cacheMountsGB),
-		Driver:    driver,
-		Images:    &ociimage.Cache{Root: filepath.Join(dataDir, "images"), MountPoints: sandbox.MountPoints(), Logger: log},
+		Driver: driver,
+		Images: &ociimage.Cache{Root: filepath.Join(dataDir, "images"), MountPoints: sandbox.MountPoints(), Logger: log},
+		// Its own seeds directory, never a path the controller names on
+		// its machine; images come by URL only.
+		SeedRoot:  filepath.Join(dataDir, "seeds"),
 		WorkRoot:  filepath.Join(dataDir, "work"),
 		InputRoot: filepath.Join(dataDir, "inputs"),
 		CacheRoot: filepath.Join(dataDir, "cache"),
@@ -202,7 +220,7 @@ func remoteHostDriver(f *remoteHostFlags, dataDir string, log *slog.Logger) (san
 
 // hostCredential reads the host's identity from its data dir, or redeems
 // code for one and keeps it there (mode 0600) before anything else.
-func hostCredential(ctx context.Context, dataDir string, urls []string, code string, req *apiv1.RedeemRequest,
+func hostCredential(ctx context.Context, dataDir string, urls []string, code enrollCode, req *apiv1.RedeemRequest,
 	prof agentproto.ResourceProfile, log *slog.Logger) (*hostIdentity, error) {
 	path := filepath.Join(dataDir, credentialFile)
 	b, err := os.ReadFile(path)
@@ -211,18 +229,18 @@ func hostCredential(ctx context.Context, dataDir string, urls []string, code str
 		if err := json.Unmarshal(b, &id); err != nil || id.Credential == "" {
 			return nil, fmt.Errorf("%s is not a host credential; remove it and enroll again with a new --code", path)
 		}
-		if code != "" {
-			log.Info("already enrolled: --code is not used", "path", path)
+		if code.value != "" {
+			log.Info("already enrolled: the enrollment code is not used", "path", path)
 		}
 		return &id, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	if code == "" {
-		return nil, fmt.Errorf("no credential in %s: start with --code cek_... (from `skiff admin create-enrollment`)", path)
+	if code.value == "" {
+		return nil, fmt.Errorf("no credential in %s: start with --code-file FILE, a file (mode 0600) holding the cek_... code from `skiff admin create-enrollment`", path)
 	}
-	req.Code = code
+	req.Code = code.value
 	req.Hostname, _ = os.Hostname()
 	req.Profile, _ = json.Marshal(prof)
 	red, err := redeem(ctx, urls, req)
@@ -239,6 +257,12 @@ func hostCredential(ctx context.Context, dataDir string, urls []string, code str
 		return nil, err
 	}
 	log.Info("enrolled", "host_id", id.HostID, "name", id.Name, "credential_file", path)
+	if code.file != "" {
+		// Spent: nothing is left for anyone to read.
+		if err := os.Remove(code.file); err != nil {
+			log.Warn("remove the redeemed code file", "path", code.file, "err", err)
+		}
+	}
 	return id, nil
 }
 
@@ -252,7 +276,7 @@ func redeem(ctx context.Context, urls []string, req *apiv1.RedeemRequest) (*apiv
 			return nil, err
 		}
 		hr.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(hr)
+		resp, err := agenthttp.NewHTTPClient().Do(hr)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -91,7 +91,11 @@ func TestHostInstallerEndToEnd(t *testing.T) {
 
 	// Short, as runsc's sockets under the host's data dir must be.
 	prefix := buildtest.DataDir(t)
-	host := runInstaller(t, srv.URL, "--code", code, "--cpus", "1", "--memory-gb", "1", "--prefix", prefix, "--foreground")
+	codeFile := filepath.Join(t.TempDir(), "code")
+	if err := os.WriteFile(codeFile, []byte(code+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	host := runInstaller(t, srv.URL, "--code-file", codeFile, "--cpus", "1", "--memory-gb", "1", "--prefix", prefix, "--foreground")
 
 	// What it installed: the controller's binaries, byte for byte, and a
 	// unit that starts the host with the owner's share.
@@ -113,12 +117,18 @@ func TestHostInstallerEndToEnd(t *testing.T) {
 	dataDir := filepath.Join(prefix, "var", "lib", "skiff-host")
 	unit, err := os.ReadFile(filepath.Join(prefix, "etc", "systemd", "system", "skiff-host.service"))
 	wantExec := "ExecStart=" + filepath.Join(prefix, "bin", "skiff") + " host --controller " + srv.URL + " --data-dir " + dataDir +
-		" --runsc " + filepath.Join(prefix, "lib", "skiff", "runsc") + " --cpus 1 --memory-gb 1 --code " + code + "\n"
+		" --runsc " + filepath.Join(prefix, "lib", "skiff", "runsc") + " --cpus 1 --memory-gb 1 --code-file " + filepath.Join(dataDir, "enrollment-code") + "\n"
 	if err != nil || !strings.Contains(string(unit), wantExec) {
 		t.Fatalf("unit %v:\n%s\nwant the line %q", err, unit, wantExec)
 	}
 	if fi, err := os.Stat(filepath.Join(dataDir, "host-credential.json")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("credential file: %v, %v; want mode 0600", fi, err)
+	}
+	if strings.Contains(string(unit), code) {
+		t.Errorf("the unit holds the code:\n%s", unit)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "enrollment-code")); err == nil {
+		t.Errorf("the code file is still there after the code was redeemed")
 	}
 
 	c := srv.client(t, key)

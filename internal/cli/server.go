@@ -247,7 +247,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	local.DataSources = dataSources
+	local.DataSources, local.ProjectEnv = dataSources, projectEnv(db)
 	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir,
 		Jobs: jobs, Preparer: local, Floor: bill, OnBuild: set.ObserveBuild, Contexts: shared.contexts,
 		BuildWorkers: f.fair.buildWorkers, BuildsPerAccount: f.fair.buildsPerAccount, MaxBuildTime: f.fair.buildTimeout,

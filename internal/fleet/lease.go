@@ -275,13 +275,18 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 		// An older host would run the task without its inputs.
 		return nil, fmt.Errorf("task %s has artifact inputs; host %s speaks protocol %d, which cannot fetch them", t.ID, h.id, h.protocol)
 	}
-	sources, caches := c.mountsOf(rs)
+	sources, caches := c.mountsOf(rs, h.enrolled != nil)
+	if len(inputs)+len(sources) > 0 && h.protocol < 6 {
+		// An older host keys its caches by content alone, across
+		// accounts (agentproto version 6).
+		return nil, fmt.Errorf("task %s has artifact inputs or data sources; host %s speaks protocol %d, which would share cached bytes across accounts", t.ID, h.id, h.protocol)
+	}
 	if len(sources)+len(caches) > 0 && h.protocol < 4 {
 		// An older host would run the task without its mounts.
 		return nil, fmt.Errorf("the revision of task %s has data sources or cache mounts; host %s speaks protocol %d, which cannot mount them", t.ID, h.id, h.protocol)
 	}
 	return &agentproto.Assignment{
-		AttemptID: a.ID, TaskID: t.ID, JobID: t.JobID, ProjectID: rs.Job.ProjectID,
+		AttemptID: a.ID, TaskID: t.ID, JobID: t.JobID, ProjectID: rs.Job.ProjectID, AccountID: rs.Job.AccountID,
 		ImageDigest: rs.ImageDigest, ImageLayoutDir: layoutDir, ImageURL: imageURL,
 		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: payload,
 		CPU: t.CPU, MemoryMB: t.MemoryMB, TimeoutS: int(rs.Request.TimeoutS), Inputs: inputs,
@@ -291,13 +296,14 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 }
 
 // mountsOf turns the revision's data sources and cache mounts into their
-// wire form.
-func (c *Controller) mountsOf(rs *job.RunSpec) ([]agentproto.DataSource, []agentproto.CacheMount) {
-	sources := wireDataSources(rs.DataSources)
+// wire form. A seed is a directory on this machine: only a host sharing
+// its filesystem (not an enrolled one) is sent its path.
+func (c *Controller) mountsOf(rs *job.RunSpec, enrolled bool) ([]agentproto.DataSource, []agentproto.CacheMount) {
+	sources := wireDataSources(rs.DataSources, rs.Job.AccountID, rs.Env)
 	var caches []agentproto.CacheMount
 	for _, cm := range rs.CacheMounts {
 		w := agentproto.CacheMount{Name: cm.Name, Path: cm.Path, Epoch: rs.CacheEpoch}
-		if cm.Seed != "" && c.cfg.SeedsDir != "" {
+		if cm.Seed != "" && c.cfg.SeedsDir != "" && !enrolled {
 			w.Seed = project.SeedDir(c.cfg.SeedsDir, rs.Job.PushID, cm.Name)
 		}
 		caches = append(caches, w)
@@ -305,12 +311,14 @@ func (c *Controller) mountsOf(rs *job.RunSpec) ([]agentproto.DataSource, []agent
 	return sources, caches
 }
 
-// wireDataSources is the wire form of a manifest's data sources.
-func wireDataSources(in []manifest.DataSource) []agentproto.DataSource {
+// wireDataSources is the wire form of a manifest's data sources, fetched
+// for account with the tenant's own hub token from the project env.
+func wireDataSources(in []manifest.DataSource, account string, env map[string]string) []agentproto.DataSource {
 	var out []agentproto.DataSource
 	for _, ds := range in {
 		out = append(out, agentproto.DataSource{Name: ds.Name, Source: ds.Source, MountPath: ds.MountPath,
-			URI: ds.URI, SHA256: ds.SHA256, Repo: ds.Repo, RepoType: ds.RepoType, Revision: ds.Revision, Include: ds.Include})
+			URI: ds.URI, SHA256: ds.SHA256, Repo: ds.Repo, RepoType: ds.RepoType, Revision: ds.Revision, Include: ds.Include,
+			Account: account, Token: ds.Token(env)})
 	}
 	return out
 }

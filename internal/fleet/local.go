@@ -30,7 +30,11 @@ type Local struct {
 	// fetches the revision's data sources into it, so that a prepared
 	// revision's tasks find them there.
 	DataSources DataSourceFetcher
-	warm        *WarmConfig // nil: no warm sandboxes
+	// ProjectEnv, when set, reads a project's env, where a tenant keeps
+	// its own hub token for the data sources Prepare fetches; nil fetches
+	// them without one.
+	ProjectEnv func(ctx context.Context, projectID string) (map[string]string, error)
+	warm       *WarmConfig // nil: no warm sandboxes
 
 	mu     sync.Mutex
 	warmed map[string]string // project id -> rootfs of the revision its pool is for
@@ -133,7 +137,21 @@ func (l *Local) prepareDataSources(ctx context.Context, pu *store.Push) (mounts 
 	if l.DataSources == nil {
 		return mounts, errors.New("this host cannot fetch data sources")
 	}
-	for _, ds := range wireDataSources(m.DataSources) {
+	// As job.RunSpec has it: the manifest's env, the project's on top.
+	env := map[string]string{}
+	for k, v := range m.Entrypoint.Env {
+		env[k] = v
+	}
+	if l.ProjectEnv != nil {
+		penv, err := l.ProjectEnv(ctx, pu.ProjectID)
+		if err != nil {
+			return mounts, fmt.Errorf("project env: %w", err)
+		}
+		for k, v := range penv {
+			env[k] = v
+		}
+	}
+	for _, ds := range wireDataSources(m.DataSources, pu.AccountID, env) {
 		_, release, err := l.DataSources.Acquire(ctx, ds)
 		if err != nil {
 			return mounts, fmt.Errorf("data source %q: %w", ds.Name, err)

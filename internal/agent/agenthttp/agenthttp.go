@@ -26,8 +26,9 @@ type Client struct {
 	BaseURL string
 	// Token is the host token, sent as a Bearer credential. Never logged.
 	Token string
-	// Client defaults to a client with no overall timeout: lease requests
-	// long-poll, and the agent bounds every call with its context.
+	// Client defaults to NewHTTPClient: no overall timeout (lease
+	// requests long-poll, and the agent bounds every call with its
+	// context), no redirects followed.
 	Client *http.Client
 }
 
@@ -97,7 +98,7 @@ func (c *Client) post(ctx context.Context, path string, in, out any) error {
 	req.Header.Set(agentproto.VersionHeader, fmt.Sprint(agentproto.ProtocolVersion))
 	client := c.Client
 	if client == nil {
-		client = http.DefaultClient
+		client = NewHTTPClient()
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -197,7 +198,7 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 	req.Header.Set(agentproto.VersionHeader, fmt.Sprint(agentproto.ProtocolVersion))
 	client := c.Client
 	if client == nil {
-		client = http.DefaultClient
+		client = NewHTTPClient()
 	}
 	resp, err := client.Do(req)
 	if err != nil {

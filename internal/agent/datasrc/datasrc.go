@@ -11,9 +11,22 @@
 //	tmp/                 entries being assembled, renamed into entries/
 //
 // An entry appears by one rename, so a task never sees half a source. The
-// key is the content's sha256 when the manifest gives it, otherwise a
-// digest of what names the content (the URL; endpoint, repo, commit and
-// include patterns), which a pinned commit makes immutable too.
+// key is a digest of the account the source is fetched for and of what
+// names the content: its sha256 when the manifest gives it, otherwise the
+// URL, or the endpoint, repo, commit and include patterns, which a pinned
+// commit makes immutable too.
+//
+// Entries are per account, never shared between accounts. A digest in a
+// manifest is a claim, not proof of holding the bytes: keyed by sha256
+// alone, a tenant naming another tenant's digest on a URL it cannot read
+// would be handed that tenant's bytes without a download. Keyed per
+// account, an account's first use of any content is a real download,
+// checked; a hub repo fetched with one tenant's token is likewise never
+// served to another. The cost is one copy per account that uses a source
+// on a host, bounded by MaxBytes like the rest.
+//
+// The whole tree is mode 0700: only the host (root) reads it; tasks see an
+// entry through their sandbox's read-only mount.
 package datasrc
 
 import (
@@ -27,6 +40,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,9 +68,15 @@ type Config struct {
 	// HubEndpoint is the Hugging Face hub's base URL, or a mirror's (as
 	// HF_ENDPOINT is for the hub's own clients).
 	HubEndpoint string
-	// HubToken, when set, is sent as a bearer token to HubEndpoint only
-	// (redirects to another host drop it). It is never logged.
+	// HubToken, the operator's, when set, is sent as a bearer token to
+	// HubEndpoint only (redirects to another host drop it), and only for
+	// the repos HubTokenRepos matches: a tenant naming any other repo
+	// fetches it with its own token (DataSource.Token) or none. It is
+	// never logged.
 	HubToken string
+	// HubTokenRepos are the repos the operator's token is for: repo ids
+	// ("org/name") or path.Match patterns ("org/*"). Empty: none.
+	HubTokenRepos []string
 	// AllowPrivate lets downloads reach loopback, link-local and private
 	// addresses; without it they are refused, as for external artifacts.
 	AllowPrivate bool
@@ -119,9 +139,15 @@ func New(cfg Config) (*Cache, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	for _, dir := range []string{"entries", "partial", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(cfg.Root, dir), 0o755); err != nil {
+	for _, dir := range []string{"", "entries", "partial", "tmp"} {
+		p := filepath.Join(cfg.Root, dir)
+		if err := os.MkdirAll(p, 0o700); err != nil {
 			return nil, fmt.Errorf("create data source cache: %w", err)
+		}
+		// An older host made these 0755; MkdirAll leaves a directory's
+		// mode as it finds it.
+		if err := os.Chmod(p, 0o700); err != nil {
+			return nil, fmt.Errorf("data source cache: %w", err)
 		}
 	}
 	// What a crash left half-assembled is of no use; partial downloads
@@ -132,6 +158,12 @@ func New(cfg Config) (*Cache, error) {
 	c := &Cache{cfg: cfg, client: cfg.Client, log: cfg.Logger, inUse: map[string]int{}, pending: map[string]*fetchResult{}}
 	if c.client == nil {
 		c.client = newClient(cfg.AllowPrivate)
+	} else {
+		// A given client (a test's, trusting its CA) keeps the rule on
+		// redirects that drop from https to http.
+		cl := *c.client
+		cl.CheckRedirect = checkRedirect
+		c.client = &cl
 	}
 	return c, nil
 }
@@ -204,26 +236,53 @@ func (c *Cache) releaser(key string) func() {
 	}
 }
 
-// key names ds's entry.
+// key names ds's entry: the account's own (see the package comment).
 func (c *Cache) key(ds agentproto.DataSource) (string, error) {
+	if ds.Account == "" {
+		// Without an account the entry would be shared by every tenant.
+		return "", fmt.Errorf("data source %q: no account named; the controller is older than this host (protocol 6)", ds.Name)
+	}
 	switch ds.Source {
 	case agentproto.DataSourceURL:
 		if ds.SHA256 != "" {
-			return "sha256-" + ds.SHA256, nil
+			return "sha256-" + digest(ds.Account, ds.SHA256), nil
 		}
-		return "url-" + digest(ds.URI), nil
+		return "url-" + digest(ds.Account, ds.URI), nil
 	case agentproto.DataSourceHuggingFace:
 		include := slices.Clone(ds.Include)
 		slices.Sort(include)
-		return "hf-" + digest(c.cfg.HubEndpoint, ds.RepoType, ds.Repo, ds.Revision, strings.Join(include, "\x00")), nil
+		return "hf-" + digest(ds.Account, c.cfg.HubEndpoint, ds.RepoType, ds.Repo, ds.Revision, strings.Join(include, "\x00")), nil
 	}
 	return "", fmt.Errorf("data source %q: unknown source %q", ds.Name, ds.Source)
+}
+
+// hubToken is the token sent to the hub for ds: the tenant's own, else the
+// operator's for a repo on the operator's list, else none.
+func (c *Cache) hubToken(ds agentproto.DataSource) string {
+	if ds.Token != "" {
+		return ds.Token
+	}
+	if c.cfg.HubToken != "" && OperatorRepo(c.cfg.HubTokenRepos, ds.Repo) {
+		return c.cfg.HubToken
+	}
+	return ""
+}
+
+// OperatorRepo reports whether repo is on the operator's list: a pattern
+// that names it or matches it as path.Match does ("org/*").
+func OperatorRepo(list []string, repo string) bool {
+	for _, p := range list {
+		if ok, _ := path.Match(p, repo); ok || p == repo {
+			return true
+		}
+	}
+	return false
 }
 
 // fetch downloads ds into a fresh directory and renames it into entries/.
 func (c *Cache) fetch(ctx context.Context, ds agentproto.DataSource, key string) error {
 	tmp := filepath.Join(c.cfg.Root, "tmp", key+"-"+strings.ToLower(rand.Text()[:8]))
-	if err := os.Mkdir(tmp, 0o755); err != nil {
+	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)

@@ -39,7 +39,7 @@ func newCache(t *testing.T, srv *datasrctest.StandIn, mod func(*datasrc.Config))
 }
 
 func urlSource(srv *datasrctest.StandIn, path, sum string) agentproto.DataSource {
-	return agentproto.DataSource{Name: "weights", Source: agentproto.DataSourceURL, URI: srv.URL + path, SHA256: sum, MountPath: "/data/w.bin"}
+	return agentproto.DataSource{Name: "weights", Source: agentproto.DataSourceURL, URI: srv.URL + path, SHA256: sum, MountPath: "/data/w.bin", Account: "acct_a"}
 }
 
 func TestURLSource(t *testing.T) {
@@ -229,7 +229,7 @@ func TestHubSource(t *testing.T) {
 	}
 	hf := func(include ...string) agentproto.DataSource {
 		return agentproto.DataSource{Name: "gpt2", Source: agentproto.DataSourceHuggingFace, Repo: "openai-community/gpt2",
-			RepoType: "model", Revision: commit, Include: include, MountPath: "/models/gpt2"}
+			RepoType: "model", Revision: commit, Include: include, MountPath: "/models/gpt2", Account: "acct_a"}
 	}
 
 	t.Run("the selected files in the repo's layout, token sent to the hub only", func(t *testing.T) {
@@ -237,7 +237,9 @@ func TestHubSource(t *testing.T) {
 		srv := datasrctest.Start(t)
 		srv.Token, srv.PageSize = "hf_secret", 2
 		srv.Repos[datasrctest.RepoKey("model", "openai-community/gpt2", commit)] = files
-		c, _ := newCache(t, srv, func(cfg *datasrc.Config) { cfg.HubToken = "hf_secret" })
+		c, _ := newCache(t, srv, func(cfg *datasrc.Config) {
+			cfg.HubToken, cfg.HubTokenRepos = "hf_secret", []string{"openai-community/*"}
+		})
 		dir, release, err := c.Acquire(t.Context(), hf("*.json", "*.safetensors", "tokenizer/*"))
 		if err != nil {
 			t.Fatalf("Acquire: %v", err)
@@ -309,10 +311,12 @@ func TestHubSource(t *testing.T) {
 		srv.Mu.Lock()
 		srv.Token = "hf_right"
 		srv.Mu.Unlock()
-		c2, _ := newCache(t, srv, func(cfg *datasrc.Config) { cfg.HubToken = "hf_wrong" })
-		_, _, err := c2.Acquire(t.Context(), hf())
-		if err == nil || !strings.Contains(err.Error(), "--huggingface-token-file") || strings.Contains(err.Error(), "hf_wrong") {
-			t.Errorf("wrong token: got %v, want a 401 that points at the token flag without showing the token", err)
+		c2, _ := newCache(t, srv, nil)
+		wrong := hf()
+		wrong.Token = "hf_wrong"
+		_, _, err := c2.Acquire(t.Context(), wrong)
+		if err == nil || !strings.Contains(err.Error(), "token_env") || strings.Contains(err.Error(), "hf_wrong") {
+			t.Errorf("wrong token: got %v, want a 401 that points at the tenant's token without showing it", err)
 		}
 	})
 

@@ -57,20 +57,44 @@ func newClient(allowPrivate bool) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: http.ProxyFromEnvironment,
 			TLSHandshakeTimeout: 30 * time.Second, ResponseHeaderTimeout: time.Minute},
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 10 {
-				return errors.New("too many redirects")
-			}
-			if req.URL.Scheme != "https" && req.URL.Scheme != "http" {
-				return fmt.Errorf("redirect to scheme %q refused", req.URL.Scheme)
-			}
-			return nil
-		},
+		CheckRedirect: checkRedirect,
 	}
+}
+
+// digestKey marks a request's context: the bytes it fetches are checked
+// against a sha256 the user declared, so a redirect from https to plain
+// http cannot swap them unnoticed.
+type digestKey struct{}
+
+func withDigest(ctx context.Context) context.Context {
+	return context.WithValue(ctx, digestKey{}, true)
+}
+
+// checkRedirect follows at most 10 redirects to http(s). One from https to
+// plain http is refused unless the download's sha256 is declared and
+// checked (a network in between could otherwise answer anything), and it
+// never carries a token in the clear.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("too many redirects")
+	}
+	if req.URL.Scheme != "https" && req.URL.Scheme != "http" {
+		return permanent("redirect to scheme %q refused", req.URL.Scheme)
+	}
+	if req.URL.Scheme == "http" && via[0].URL.Scheme == "https" {
+		if checked, _ := req.Context().Value(digestKey{}).(bool); !checked {
+			return permanent("redirect from https to plain http (%s) refused: only a download whose sha256 is declared may be served over http", req.URL.Host)
+		}
+		req.Header.Del("Authorization")
+	}
+	return nil
 }
 
 // fetchURL downloads a url source to data and checks its sha256.
 func (c *Cache) fetchURL(ctx context.Context, ds agentproto.DataSource, partial, data string) error {
+	if ds.SHA256 != "" {
+		ctx = withDigest(ctx)
+	}
 	if err := c.download(ctx, ds.URI, "", partial); err != nil {
 		return fmt.Errorf("download %s: %w", redact(ds.URI), err)
 	}

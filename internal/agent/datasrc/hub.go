@@ -65,7 +65,11 @@ func (c *Cache) fetchHub(ctx context.Context, ds agentproto.DataSource, partial,
 			return permanent("%s lists a file path %q that is not a plain relative path", where, f.Path)
 		}
 		part := filepath.Join(partial, filepath.FromSlash(f.Path))
-		if err := c.download(ctx, c.resolveURL(ds, f.Path), c.cfg.HubToken, part); err != nil {
+		fctx := ctx
+		if f.LFS != nil {
+			fctx = withDigest(ctx) // its sha256 is checked (checkHubFile)
+		}
+		if err := c.download(fctx, c.resolveURL(ds, f.Path), c.hubToken(ds), part); err != nil {
 			return fmt.Errorf("download %s of %s: %w", f.Path, where, err)
 		}
 		if err := checkHubFile(part, f); err != nil {
@@ -96,7 +100,7 @@ func (c *Cache) hubList(ctx context.Context, ds agentproto.DataSource) ([]hubFil
 		var files []hubFile
 		var err error
 		for try := 1; ; try++ {
-			files, next, err = c.hubListPage(ctx, next)
+			files, next, err = c.hubListPage(ctx, next, c.hubToken(ds))
 			if err == nil || try >= c.cfg.Tries || ctx.Err() != nil {
 				break
 			}
@@ -115,13 +119,13 @@ func (c *Cache) hubList(ctx context.Context, ds agentproto.DataSource) ([]hubFil
 	return all, nil
 }
 
-func (c *Cache) hubListPage(ctx context.Context, pageURL string) ([]hubFile, string, error) {
+func (c *Cache) hubListPage(ctx context.Context, pageURL, token string) ([]hubFile, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pageURL, nil)
 	if err != nil {
 		return nil, "", permanent("%v", err)
 	}
-	if c.cfg.HubToken != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.HubToken)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
@@ -132,7 +136,7 @@ func (c *Cache) hubListPage(ctx context.Context, pageURL string) ([]hubFile, str
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		return nil, "", fmt.Errorf("%s answered %d", hostOf(pageURL), resp.StatusCode)
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return nil, "", permanent("%s answered %d: the repo is private or gated; the operator sets a token with --huggingface-token-file", hostOf(pageURL), resp.StatusCode)
+		return nil, "", permanent("%s answered %d: the repo is private or gated; give the source your own hub token (data_sources[].token_env names the project env variable holding it, HF_TOKEN by default)", hostOf(pageURL), resp.StatusCode)
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, "", permanent("%s answered 404: no such repo or commit", hostOf(pageURL))
 	case resp.StatusCode != http.StatusOK:

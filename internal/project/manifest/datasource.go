@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"strings"
 )
 
 func parseDataSources(root *object) []DataSource {
@@ -29,7 +30,7 @@ func parseDataSources(root *object) []DataSource {
 }
 
 func parseDataSource(o *object) DataSource {
-	o.rejectUnknown("name", "source", "repo", "repo_type", "revision", "include", "uri", "sha256", "delivery", "mount_path")
+	o.rejectUnknown("name", "source", "repo", "repo_type", "revision", "include", "token_env", "uri", "sha256", "delivery", "mount_path")
 	ds := DataSource{Name: parseName(o), Delivery: DeliveryMount}
 
 	if o.require("source", fmt.Sprintf("; one of %q, %q", SourceHuggingFace, SourceURL)) {
@@ -98,12 +99,35 @@ func parseHuggingFace(o *object, ds *DataSource) {
 		}
 		ds.Include = patterns
 	}
+	if v, ok := o.str("token_env"); ok {
+		if !envNamePattern.MatchString(v) {
+			o.c.add(o.at("token_env"), "must name an environment variable of the project (letters, digits, _), for example \"HF_TOKEN\", got %q; put the token itself in the project's env, never in the manifest", v)
+		}
+		ds.TokenEnv = v
+	}
+}
+
+// DefaultTokenEnv is the project env variable a huggingface source's token
+// is read from when the source names none: the one the hub's own clients
+// read.
+const DefaultTokenEnv = "HF_TOKEN"
+
+// Token is the tenant's hub token for ds from the project env, or "".
+func (ds DataSource) Token(env map[string]string) string {
+	if ds.Source != SourceHuggingFace {
+		return ""
+	}
+	name := ds.TokenEnv
+	if name == "" {
+		name = DefaultTokenEnv
+	}
+	return strings.TrimSpace(env[name])
 }
 
 // parseURL reads a plain download. Plain http is accepted only with a
 // digest, which is what keeps a download on an untrusted network honest.
 func parseURL(o *object, ds *DataSource) {
-	onlyFor(o, SourceHuggingFace, "repo", "repo_type", "revision", "include")
+	onlyFor(o, SourceHuggingFace, "repo", "repo_type", "revision", "include", "token_env")
 	if s, ok := o.str("sha256"); ok {
 		if !sha256Pattern.MatchString(s) {
 			o.c.add(o.at("sha256"), "must be 64 lowercase hex characters, the output of `sha256sum FILE`")

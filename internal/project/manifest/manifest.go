@@ -90,6 +90,11 @@ type DataSource struct {
 	RepoType string   `json:"repo_type,omitempty"`
 	Revision string   `json:"revision,omitempty"`
 	Include  []string `json:"include,omitempty"`
+	// TokenEnv (huggingface) names the project env variable holding the
+	// tenant's own hub token for this source; empty means HF_TOKEN, as
+	// the hub's own clients read it. The manifest names the variable,
+	// never the token: it is stored and shown in plain text.
+	TokenEnv string `json:"token_env,omitempty"`
 	// URI and SHA256 apply to source "url".
 	URI       string `json:"uri,omitempty"`
 	SHA256    string `json:"sha256,omitempty"`

@@ -236,6 +236,8 @@ func TestParseProblems(t *testing.T) {
 			set(m, "data_sources.0.repo_type", "dataset")
 		}, "data_sources[0].revision", "https://huggingface.co/datasets/openai-community/gpt2"},
 		{"repo_type invalid", func(m map[string]any) { set(m, "data_sources.0.repo_type", "space") }, "data_sources[0].repo_type", `must be "model" or "dataset"`},
+		{"token_env holds a token", func(m map[string]any) { set(m, "data_sources.0.token_env", "hf_abc-def") }, "data_sources[0].token_env", "never in the manifest"},
+		{"token_env on a url source", func(m map[string]any) { set(m, "data_sources.1.token_env", "HF_TOKEN") }, "data_sources[1].token_env", `applies only to source "huggingface"`},
 		{"include bad glob", func(m map[string]any) { set(m, "data_sources.0.include", []any{"[abc"}) }, "data_sources[0].include[0]", "not a valid glob"},
 		{"include climbing", func(m map[string]any) { set(m, "data_sources.0.include", []any{"../x"}) }, "data_sources[0].include[0]", "'..'"},
 		{"uri on huggingface", func(m map[string]any) { set(m, "data_sources.0.uri", "https://x") }, "data_sources[0].uri", `applies only to source "url"`},

@@ -165,7 +165,8 @@ install_buildah() {
 	(
 		cd "$mod"
 		export GOFLAGS= GOWORK=off GOTOOLCHAIN=local
-		go get "$BUILDAH_MODULE/cmd/buildah@$BUILDAH_VERSION" >/dev/null
+		go get "$BUILDAH_MODULE/cmd/buildah@$BUILDAH_VERSION" >"$mod/get.log" 2>&1 ||
+			{ cat "$mod/get.log" >&2; exit 1; }
 		CGO_ENABLED=1 go build -trimpath -tags "$BUILDAH_TAGS" \
 			-ldflags "-s -w" -o "$mod/buildah" "$BUILDAH_MODULE/cmd/buildah"
 	) || { rm -rf "$mod"; die "building buildah $BUILDAH_VERSION failed"; }

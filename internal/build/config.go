@@ -16,6 +16,13 @@ import (
 // runtime: its first RUN step fails with "context deadline exceeded".
 const DefaultRunscPath = "/usr/local/lib/skiff/runsc"
 
+// DefaultBuildahPath is where scripts/setup.sh installs the pinned upstream
+// buildah (v1.42.1). Debian 12's /usr/bin/buildah is 1.28.2, which has
+// CVE-2024-1753 (a RUN --mount from a stage whose path is a symlink to /
+// binds the build host's root), CVE-2024-9407 and CVE-2024-11218 unfixed:
+// never run untrusted Dockerfiles with it.
+const DefaultBuildahPath = "/usr/local/lib/skiff/buildah"
+
 // Isolation values. See Config.Isolation.
 const (
 	IsolationOCI    = "oci"
@@ -34,7 +41,7 @@ const (
 // one place.
 type Config struct {
 	// BuildahPath is the buildah executable, a name looked up on PATH or an
-	// absolute path. Default "buildah".
+	// absolute path. Default DefaultBuildahPath, the pinned upstream build.
 	BuildahPath string
 
 	// RunscPath is the runsc that buildah uses as the OCI runtime of RUN steps.
@@ -114,7 +121,6 @@ type Config struct {
 }
 
 const (
-	defaultBuildahPath   = "buildah"
 	defaultMemoryLimit   = "2g"
 	defaultPullPolicy    = "missing"
 	defaultTimeout       = 600 * time.Second
@@ -126,7 +132,7 @@ const (
 // withDefaults returns cfg with every unset field filled in.
 func (cfg Config) withDefaults() Config {
 	if cfg.BuildahPath == "" {
-		cfg.BuildahPath = defaultBuildahPath
+		cfg.BuildahPath = DefaultBuildahPath
 	}
 	if cfg.RunscPath == "" {
 		cfg.RunscPath = DefaultRunscPath

@@ -15,6 +15,7 @@ func TestConfigDefaults(t *testing.T) {
 		{"isolation", cfg.Isolation, IsolationOCI},
 		{"network", cfg.Network, NetworkPrivate},
 		{"runsc", cfg.RunscPath, DefaultRunscPath},
+		{"buildah", cfg.BuildahPath, DefaultBuildahPath},
 		{"tmp dir", cfg.TmpDir, "/data/buildah/tmp"},
 		{"memory", cfg.MemoryLimit, "2g"},
 	} {

@@ -27,10 +27,14 @@ func (b *Builder) buildah(args ...string) command {
 		"--runroot", b.cfg.RunRoot,
 		"--storage-driver", "overlay",
 	}
+	env := []string{"TMPDIR=" + b.cfg.TmpDir}
+	if b.cfg.Network == NetworkFiltered {
+		env = append(env, b.network.env()...)
+	}
 	return command{
 		path:      b.buildahPath,
 		args:      append(global, args...),
-		env:       []string{"TMPDIR=" + b.cfg.TmpDir},
+		env:       env,
 		waitDelay: b.cfg.WaitDelay,
 	}
 }
@@ -63,16 +67,24 @@ func (b *Builder) budArgs(req Request, iidFile string) []string {
 			"--cpu-quota", strconv.Itoa(int(b.cfg.CPUs*period)))
 	}
 	if b.cfg.Isolation == IsolationOCI {
-		// NetworkPrivate leaves runsc's network at its default, gVisor's own
-		// netstack inside buildah's bridge namespace.
-		args = append(args, "--network", b.cfg.Network,
+		// NetworkFiltered and NetworkOpen leave runsc's network at its
+		// default, gVisor's own netstack inside a bridge namespace: the
+		// builder's filtered network or buildah's default one.
+		network := b.cfg.Network
+		switch network {
+		case NetworkFiltered:
+			network = b.network.name
+		case NetworkOpen:
+			network = "private"
+		}
+		args = append(args, "--network", network,
 			"--runtime", b.cfg.RunscPath,
 			"--runtime-flag", "root="+b.runscRoot(),
 			// runsc's default, overlay2=root:self, keeps rootfs writes in a
 			// sandbox-private filestore: the RUN step succeeds but buildah
 			// commits none of its changes. Writes must reach the host rootfs.
 			"--runtime-flag", "overlay2=none")
-		if b.cfg.Network != NetworkPrivate {
+		if b.cfg.Network == NetworkNone || b.cfg.Network == NetworkHost {
 			args = append(args, "--runtime-flag", "network="+b.cfg.Network)
 		}
 		for _, f := range b.cfg.RuntimeFlags {

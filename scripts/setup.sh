@@ -4,7 +4,9 @@
 # present it changes nothing and says so in one line.
 #
 # - Debian packages: buildah and its network stack (netavark, aardvark-dns,
-#   iptables: RUN steps get buildah's private bridge), crun, umoci, skopeo,
+#   iptables: RUN steps get buildah's private bridge), nftables (nft loads
+#   the egress filter of `--build-network filtered`), gcc and libc6-dev (cgo,
+#   to build the pinned buildah), crun, umoci, skopeo,
 #   debootstrap (the tests' local Debian base image), iproute2 (multi-host
 #   tests), postgresql (the PostgreSQL store tests), prometheus (promtool;
 #   its server is kept stopped), chromium (the browser test), tmux (the
@@ -64,6 +66,7 @@ APT_PACKAGES=(
 	buildah crun umoci skopeo netavark aardvark-dns iptables uidmap
 	debootstrap iproute2 postgresql ca-certificates
 	gcc libc6-dev # cgo, for the pinned buildah
+	nftables # nft: the egress filter of --build-network filtered
 )
 # promtool (Debian's prometheus) checks GET /metrics in internal/metrics' tests.
 APT_PACKAGES+=(prometheus)

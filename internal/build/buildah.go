@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"golang.org/x/sys/unix"
 )
 
 // How buildah is driven. The built image is never given a name in buildah's
@@ -66,6 +67,9 @@ func (b *Builder) budArgs(req Request, iidFile string) []string {
 		args = append(args, "--cpu-period", strconv.Itoa(period),
 			"--cpu-quota", strconv.Itoa(int(b.cfg.CPUs*period)))
 	}
+	if b.cfg.Isolation == IsolationChroot {
+		args = append(args, chrootUlimits()...)
+	}
 	if b.cfg.Isolation == IsolationOCI {
 		// NetworkFiltered and NetworkOpen leave runsc's network at its
 		// default, gVisor's own netstack inside a bridge namespace: the
@@ -103,6 +107,26 @@ func (b *Builder) budArgs(req Request, iidFile string) []string {
 		args = append(args, "--target", req.Target)
 	}
 	return append(args, req.ContextDir)
+}
+
+// chrootUlimits pins RUN steps' nproc and nofile limits to the server's own
+// under chroot isolation. Unless told, buildah 1.42 raises both to 1048576
+// there, which fails without CAP_SYS_RESOURCE ("setting RLIMIT_NPROC limit
+// ... operation not permitted"), as it is in many containers. (Under gVisor
+// the sandbox applies them and nothing needs raising.)
+func chrootUlimits() []string {
+	var args []string
+	for _, l := range []struct {
+		name     string
+		resource int
+	}{{"nproc", unix.RLIMIT_NPROC}, {"nofile", unix.RLIMIT_NOFILE}} {
+		var r unix.Rlimit
+		if err := unix.Getrlimit(l.resource, &r); err != nil || r.Max == unix.RLIM_INFINITY || r.Cur == unix.RLIM_INFINITY {
+			continue // buildah's default is then no raise
+		}
+		args = append(args, "--ulimit", fmt.Sprintf("%s=%d:%d", l.name, r.Cur, r.Max))
+	}
+	return args
 }
 
 // bud runs `buildah bud` and returns the built image's ID.

@@ -64,3 +64,41 @@ func TestEgressRuleset(t *testing.T) {
 		t.Error("no resolvers, yet a DNS exception")
 	}
 }
+
+// TestBudArgsNetworkAndCPUs: each network mode and the CPU cap reach
+// buildah's command line.
+func TestBudArgsNetworkAndCPUs(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		network, wantNetwork, wantRuntimeNet string
+		wantOverride                         bool
+	}{
+		{NetworkFiltered, "skiff-build-", "", true},
+		{NetworkOpen, "private", "", false},
+		{NetworkNone, "none", "network=none", false},
+		{NetworkHost, "host", "network=host", false},
+	} {
+		cfg := Config{StorageRoot: "/d/buildah/storage", ImagesDir: "/d/images", Network: tt.network, CPUs: 1.5}.withDefaults()
+		b := &Builder{cfg: cfg, buildahPath: cfg.BuildahPath, network: newFilteredNetwork(cfg)}
+		c := b.buildah(b.budArgs(Request{ContextDir: "/ctx", Dockerfile: "Dockerfile"}, "/tmp/iid")...)
+		line := strings.Join(c.args, " ")
+		if !strings.Contains(line, "--network "+tt.wantNetwork) {
+			t.Errorf("%s: %q lacks --network %s", tt.network, line, tt.wantNetwork)
+		}
+		if tt.wantRuntimeNet != "" && !strings.Contains(line, "--runtime-flag "+tt.wantRuntimeNet) {
+			t.Errorf("%s: %q lacks --runtime-flag %s", tt.network, line, tt.wantRuntimeNet)
+		}
+		if tt.wantRuntimeNet == "" && strings.Contains(line, "--runtime-flag network=") {
+			t.Errorf("%s: %q sets runsc's network; gVisor's netstack must stay on the bridge", tt.network, line)
+		}
+		if got := strings.Contains(strings.Join(c.env, " "), "CONTAINERS_CONF_OVERRIDE="+b.network.conf); got != tt.wantOverride {
+			t.Errorf("%s: env %q: override present %v, want %v", tt.network, c.env, got, tt.wantOverride)
+		}
+		if !strings.Contains(line, "--cpu-period 100000 --cpu-quota 150000") {
+			t.Errorf("%s: %q lacks the CPU cap of 1.5 cores", tt.network, line)
+		}
+		if c.path != DefaultBuildahPath {
+			t.Errorf("buildah %q, want the pinned %q", c.path, DefaultBuildahPath)
+		}
+	}
+}

@@ -68,7 +68,7 @@ func (b *Builder) budArgs(req Request, iidFile string) []string {
 			"--cpu-quota", strconv.Itoa(int(b.cfg.CPUs*period)))
 	}
 	if b.cfg.Isolation == IsolationChroot {
-		args = append(args, chrootUlimits()...)
+		args = append(args, ChrootUlimits()...)
 	}
 	if b.cfg.Isolation == IsolationOCI {
 		// NetworkFiltered and NetworkOpen leave runsc's network at its
@@ -109,12 +109,13 @@ func (b *Builder) budArgs(req Request, iidFile string) []string {
 	return append(args, req.ContextDir)
 }
 
-// chrootUlimits pins RUN steps' nproc and nofile limits to the server's own
-// under chroot isolation. Unless told, buildah 1.42 raises both to 1048576
-// there, which fails without CAP_SYS_RESOURCE ("setting RLIMIT_NPROC limit
+// ChrootUlimits are the --ulimit flags that pin RUN steps' nproc and nofile
+// limits to the calling process's own under chroot isolation (the builder's
+// and the test helpers' trusted builds). Unless told, buildah 1.42 raises
+// both to 1048576 there, which fails without CAP_SYS_RESOURCE ("setting RLIMIT_NPROC limit
 // ... operation not permitted"), as it is in many containers. (Under gVisor
 // the sandbox applies them and nothing needs raising.)
-func chrootUlimits() []string {
+func ChrootUlimits() []string {
 	var args []string
 	for _, l := range []struct {
 		name     string

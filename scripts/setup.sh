@@ -4,7 +4,9 @@
 # present it changes nothing and says so in one line.
 #
 # - Debian packages: buildah and its network stack (netavark, aardvark-dns,
-#   iptables: RUN steps get buildah's private bridge), crun, umoci, skopeo,
+#   iptables: RUN steps get buildah's private bridge), nftables (nft loads
+#   the egress filter of `--build-network filtered`), gcc and libc6-dev (cgo,
+#   to build the pinned buildah), crun, umoci, skopeo,
 #   debootstrap (the tests' local Debian base image), iproute2 (multi-host
 #   tests), postgresql (the PostgreSQL store tests), prometheus (promtool;
 #   its server is kept stopped), chromium (the browser test), tmux (the
@@ -15,6 +17,13 @@
 #   (about 3 minutes cold). Debian's runsc is from 2022: it cannot run buildah's
 #   RUN steps and lacks systrap. A version stamp beside the binary records which
 #   version it is, so a rebuild happens only when the pin changes.
+# - The pinned buildah at /usr/local/lib/skiff/buildah (upstream v1.42.1),
+#   built from the Go module proxy in a throwaway module (about 3-4 minutes
+#   cold) and stamped like runsc. Debian's buildah 1.28.2 has CVE-2024-1753
+#   (a RUN --mount from a stage's symlink binds the host's /), CVE-2024-9407
+#   and CVE-2024-11218 unfixed; Skiff runs the pinned one. The Debian package
+#   stays installed for containers-common (policy.json, registries.conf,
+#   storage.conf), netavark and aardvark-dns.
 # - versitygw at /usr/local/lib/skiff/versitygw, an S3-compatible server with a
 #   posix backend that the artifact tests start (internal/artifact/s3test),
 #   built with `go install` and stamped like runsc.
@@ -38,6 +47,16 @@ RUNSC_DIR="/usr/local/lib/skiff"
 RUNSC_BIN="$RUNSC_DIR/runsc"
 RUNSC_STAMP="$RUNSC_DIR/runsc.version"
 
+BUILDAH_MODULE="github.com/containers/buildah"
+BUILDAH_VERSION="v1.42.1"
+BUILDAH_BIN="$RUNSC_DIR/buildah"
+BUILDAH_STAMP="$RUNSC_DIR/buildah.version"
+# The build tags: gpgme and the btrfs/devicemapper drivers need C libraries
+# that are not installed (the builder uses overlay only and verifies no
+# signatures), and without the seccomp tag no libseccomp is needed (RUN steps
+# run in gVisor, which filters its own syscalls). The result needs only libc.
+BUILDAH_TAGS="containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper"
+
 VERSITYGW_MODULE="github.com/versity/versitygw/cmd/versitygw"
 VERSITYGW_VERSION="v1.8.0"
 VERSITYGW_BIN="$RUNSC_DIR/versitygw"
@@ -46,6 +65,8 @@ VERSITYGW_STAMP="$RUNSC_DIR/versitygw.version"
 APT_PACKAGES=(
 	buildah crun umoci skopeo netavark aardvark-dns iptables uidmap
 	debootstrap iproute2 postgresql ca-certificates
+	gcc libc6-dev # cgo, for the pinned buildah
+	nftables # nft: the egress filter of --build-network filtered
 )
 # promtool (Debian's prometheus) checks GET /metrics in internal/metrics' tests.
 APT_PACKAGES+=(prometheus)
@@ -112,6 +133,55 @@ install_runsc() {
 	printf '%s\n' "$RUNSC_VERSION" >"$RUNSC_STAMP.new"
 	mv -f "$RUNSC_STAMP.new" "$RUNSC_STAMP"
 	did+=("runsc $RUNSC_VERSION")
+}
+
+# install_buildah builds the pinned buildah. `go install buildah@version`
+# does not work through this proxy (it reads the module's version list, which
+# answers 403), so the build goes through a throwaway module that requires
+# the exact version; its go.sum is resolved here, at install time, from the
+# proxy. GOMODCACHE and GOCACHE are Go's defaults, so a rebuild on the same
+# machine (a new pin) reuses what it can.
+install_buildah() {
+	if [[ -x "$BUILDAH_BIN" && -f "$BUILDAH_STAMP" && "$(cat "$BUILDAH_STAMP")" == "$BUILDAH_VERSION" ]]; then
+		return 0
+	fi
+	need_root "buildah $BUILDAH_VERSION"
+	command -v go >/dev/null || die "go is needed to build buildah; install Go 1.26 first"
+	command -v gcc >/dev/null || die "gcc is needed to build buildah (cgo); apt-get install gcc libc6-dev"
+	log "building buildah $BUILDAH_VERSION (about 4 minutes the first time)"
+	local mod started
+	started=$SECONDS
+	mod="$(mktemp -d)"
+	cat >"$mod/go.mod" <<-'EOM'
+	module skiff.local/buildah
+
+	go 1.24
+	EOM
+	cat >"$mod/tools.go" <<-'EOM'
+	//go:build tools
+
+	// Package tools pins the buildah command that scripts/setup.sh builds.
+	package tools
+
+	import _ "github.com/containers/buildah/cmd/buildah"
+	EOM
+	(
+		cd "$mod"
+		export GOFLAGS= GOWORK=off GOTOOLCHAIN=local
+		go get "$BUILDAH_MODULE/cmd/buildah@$BUILDAH_VERSION" >"$mod/get.log" 2>&1 ||
+			{ cat "$mod/get.log" >&2; exit 1; }
+		CGO_ENABLED=1 go build -trimpath -tags "$BUILDAH_TAGS" \
+			-ldflags "-s -w" -o "$mod/buildah" "$BUILDAH_MODULE/cmd/buildah"
+	) || { rm -rf "$mod"; die "building buildah $BUILDAH_VERSION failed"; }
+	"$mod/buildah" --version | grep -q "version ${BUILDAH_VERSION#v} " ||
+		{ rm -rf "$mod"; die "the built buildah does not say it is $BUILDAH_VERSION"; }
+	install -d -m 0755 "$RUNSC_DIR"
+	install -m 0755 "$mod/buildah" "$BUILDAH_BIN.new"
+	mv -f "$BUILDAH_BIN.new" "$BUILDAH_BIN"
+	rm -rf "$mod"
+	printf '%s\n' "$BUILDAH_VERSION" >"$BUILDAH_STAMP.new"
+	mv -f "$BUILDAH_STAMP.new" "$BUILDAH_STAMP"
+	did+=("buildah $BUILDAH_VERSION ($((SECONDS - started)) s)")
 }
 
 install_versitygw() {
@@ -198,6 +268,7 @@ quiet_prometheus() {
 install_packages
 quiet_prometheus
 install_runsc
+install_buildah
 install_versitygw
 configure_containers
 install_node
@@ -206,7 +277,7 @@ npm_ci test/sse
 npm_ci test/openapi
 
 if ((${#did[@]} == 0)); then
-	log "nothing to do: packages, runsc $RUNSC_VERSION, versitygw $VERSITYGW_VERSION, container config and the npm test harnesses are in place"
+	log "nothing to do: packages, runsc $RUNSC_VERSION, buildah $BUILDAH_VERSION, versitygw $VERSITYGW_VERSION, container config and the npm test harnesses are in place"
 else
 	log "done: ${did[*]}"
 fi

@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"golang.org/x/sys/unix"
 )
 
 // How buildah is driven. The built image is never given a name in buildah's
@@ -27,10 +28,14 @@ func (b *Builder) buildah(args ...string) command {
 		"--runroot", b.cfg.RunRoot,
 		"--storage-driver", "overlay",
 	}
+	env := []string{"TMPDIR=" + b.cfg.TmpDir}
+	if b.cfg.Network == NetworkFiltered {
+		env = append(env, b.network.env()...)
+	}
 	return command{
 		path:      b.buildahPath,
 		args:      append(global, args...),
-		env:       []string{"TMPDIR=" + b.cfg.TmpDir},
+		env:       env,
 		waitDelay: b.cfg.WaitDelay,
 	}
 }
@@ -62,17 +67,28 @@ func (b *Builder) budArgs(req Request, iidFile string) []string {
 		args = append(args, "--cpu-period", strconv.Itoa(period),
 			"--cpu-quota", strconv.Itoa(int(b.cfg.CPUs*period)))
 	}
+	if b.cfg.Isolation == IsolationChroot {
+		args = append(args, ChrootUlimits()...)
+	}
 	if b.cfg.Isolation == IsolationOCI {
-		// NetworkPrivate leaves runsc's network at its default, gVisor's own
-		// netstack inside buildah's bridge namespace.
-		args = append(args, "--network", b.cfg.Network,
+		// NetworkFiltered and NetworkOpen leave runsc's network at its
+		// default, gVisor's own netstack inside a bridge namespace: the
+		// builder's filtered network or buildah's default one.
+		network := b.cfg.Network
+		switch network {
+		case NetworkFiltered:
+			network = b.network.name
+		case NetworkOpen:
+			network = "private"
+		}
+		args = append(args, "--network", network,
 			"--runtime", b.cfg.RunscPath,
 			"--runtime-flag", "root="+b.runscRoot(),
 			// runsc's default, overlay2=root:self, keeps rootfs writes in a
 			// sandbox-private filestore: the RUN step succeeds but buildah
 			// commits none of its changes. Writes must reach the host rootfs.
 			"--runtime-flag", "overlay2=none")
-		if b.cfg.Network != NetworkPrivate {
+		if b.cfg.Network == NetworkNone || b.cfg.Network == NetworkHost {
 			args = append(args, "--runtime-flag", "network="+b.cfg.Network)
 		}
 		for _, f := range b.cfg.RuntimeFlags {
@@ -91,6 +107,27 @@ func (b *Builder) budArgs(req Request, iidFile string) []string {
 		args = append(args, "--target", req.Target)
 	}
 	return append(args, req.ContextDir)
+}
+
+// ChrootUlimits are the --ulimit flags that pin RUN steps' nproc and nofile
+// limits to the calling process's own under chroot isolation (the builder's
+// and the test helpers' trusted builds). Unless told, buildah 1.42 raises
+// both to 1048576 there, which fails without CAP_SYS_RESOURCE ("setting RLIMIT_NPROC limit
+// ... operation not permitted"), as it is in many containers. (Under gVisor
+// the sandbox applies them and nothing needs raising.)
+func ChrootUlimits() []string {
+	var args []string
+	for _, l := range []struct {
+		name     string
+		resource int
+	}{{"nproc", unix.RLIMIT_NPROC}, {"nofile", unix.RLIMIT_NOFILE}} {
+		var r unix.Rlimit
+		if err := unix.Getrlimit(l.resource, &r); err != nil || r.Max == unix.RLIM_INFINITY || r.Cur == unix.RLIM_INFINITY {
+			continue // buildah's default is then no raise
+		}
+		args = append(args, "--ulimit", fmt.Sprintf("%s=%d:%d", l.name, r.Cur, r.Max))
+	}
+	return args
 }
 
 // bud runs `buildah bud` and returns the built image's ID.

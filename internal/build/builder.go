@@ -21,7 +21,8 @@ import (
 type Builder struct {
 	cfg         Config
 	logger      *slog.Logger
-	buildahPath string // resolved
+	buildahPath string          // resolved
+	network     filteredNetwork // with NetworkFiltered
 	policy      imagePolicy
 	trees       *treeCache // flattened layers, for validation
 	sem         chan struct{}
@@ -101,8 +102,11 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Builder, error)
 	} else {
 		logger.WarnContext(ctx, "build RUN steps are NOT sandboxed: isolation is chroot, for trusted development only")
 	}
-	if cfg.Network == NetworkHost {
+	switch cfg.Network {
+	case NetworkHost:
 		logger.WarnContext(ctx, "build RUN steps share the host network, including its loopback services")
+	case NetworkOpen:
+		logger.WarnContext(ctx, "build RUN steps reach every address the host can route to, the cloud metadata service and private networks included")
 	}
 	b := &Builder{
 		cfg:         cfg,
@@ -115,6 +119,11 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Builder, error)
 	for _, dir := range []string{cfg.StorageRoot, cfg.RunRoot, b.runscRoot(), cfg.TmpDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("creating build directory: %w", err)
+		}
+	}
+	if cfg.Network == NetworkFiltered && cfg.Isolation == IsolationOCI {
+		if err := b.setUpFilteredNetwork(ctx); err != nil {
+			return nil, err
 		}
 	}
 	for _, dir := range []string{cfg.ImagesDir, b.poolDir()} { // hosts read these

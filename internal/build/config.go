@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -16,6 +17,13 @@ import (
 // runtime: its first RUN step fails with "context deadline exceeded".
 const DefaultRunscPath = "/usr/local/lib/skiff/runsc"
 
+// DefaultBuildahPath is where scripts/setup.sh installs the pinned upstream
+// buildah (v1.42.1). Debian 12's /usr/bin/buildah is 1.28.2, which has
+// CVE-2024-1753 (a RUN --mount from a stage whose path is a symlink to /
+// binds the build host's root), CVE-2024-9407 and CVE-2024-11218 unfixed:
+// never run untrusted Dockerfiles with it.
+const DefaultBuildahPath = "/usr/local/lib/skiff/buildah"
+
 // Isolation values. See Config.Isolation.
 const (
 	IsolationOCI    = "oci"
@@ -24,9 +32,12 @@ const (
 
 // Network values. See Config.Network.
 const (
+	NetworkFiltered = "filtered"
+	NetworkOpen     = "open"
+	NetworkNone     = "none"
+	NetworkHost     = "host"
+	// NetworkPrivate is the old name of NetworkOpen, still accepted.
 	NetworkPrivate = "private"
-	NetworkNone    = "none"
-	NetworkHost    = "host"
 )
 
 // Config is how the operator runs builds. The zero value of every field but
@@ -34,7 +45,7 @@ const (
 // one place.
 type Config struct {
 	// BuildahPath is the buildah executable, a name looked up on PATH or an
-	// absolute path. Default "buildah".
+	// absolute path. Default DefaultBuildahPath, the pinned upstream build.
 	BuildahPath string
 
 	// RunscPath is the runsc that buildah uses as the OCI runtime of RUN steps.
@@ -76,20 +87,35 @@ type Config struct {
 	// has to be chosen explicitly.
 	Isolation string
 
-	// Network is what RUN steps can reach. NetworkPrivate (the default) is
-	// buildah's bridge with NAT and gVisor's own network stack: package
-	// installs work, the host's loopback services do not answer. NetworkNone
-	// leaves only loopback. NetworkHost shares the host's network, including
-	// 127.0.0.1 (databases, the controller's own ports): choose it only for
-	// trusted builds.
+	// Network is what RUN steps can reach (egress.go). NetworkFiltered (the
+	// default) is a bridge of the builder's own with NAT and gVisor's network
+	// stack, behind an nftables filter: the public internet answers (package
+	// installs work); link-local (the cloud metadata address), private,
+	// CGNAT and loopback ranges, all IPv6 and the build host's own addresses
+	// do not. NetworkOpen is buildah's default bridge with no filter: the
+	// metadata address and private networks answer. NetworkNone leaves only
+	// loopback. NetworkHost shares the host's network, including 127.0.0.1
+	// (databases, the controller's own ports): trusted builds only.
 	Network string
+
+	// NftPath is the nft executable that installs the filter of
+	// NetworkFiltered. Default "nft" on PATH.
+	NftPath string
+
+	// ResolvConf lists the resolv.conf files whose name servers a filtered
+	// build may query on port 53, the first with any non-loopback IPv4 server
+	// winning (buildah gives RUN steps the host's). Default /etc/resolv.conf,
+	// then systemd-resolved's upstream list.
+	ResolvConf []string
 
 	// MemoryLimit is buildah's --memory for each RUN step, e.g. "2g". It also
 	// covers gVisor's own sentry and gofer. Default "2g".
 	MemoryLimit string
 
-	// CPUs caps each RUN step's CPU time in cores (cgroup quota). Zero means
-	// no cap.
+	// CPUs caps each RUN step's CPU time in cores (a cgroup CPU quota that
+	// runsc applies to the whole sandbox). Default DefaultBuildCPUs: half the
+	// machine's cores, at least one, so a build cannot starve the controller
+	// and the tasks beside it.
 	CPUs float64
 
 	// PullPolicy is buildah's --pull for base images: "missing" (default),
@@ -114,7 +140,7 @@ type Config struct {
 }
 
 const (
-	defaultBuildahPath   = "buildah"
+	defaultNftPath       = "nft"
 	defaultMemoryLimit   = "2g"
 	defaultPullPolicy    = "missing"
 	defaultTimeout       = 600 * time.Second
@@ -123,10 +149,16 @@ const (
 	runscStateDirName    = "runsc"
 )
 
+// DefaultBuildCPUs is the default CPU cap of a RUN step on a machine with
+// the given number of cores: half of them, at least one.
+func DefaultBuildCPUs(cores int) float64 {
+	return float64(max(1, cores/2))
+}
+
 // withDefaults returns cfg with every unset field filled in.
 func (cfg Config) withDefaults() Config {
 	if cfg.BuildahPath == "" {
-		cfg.BuildahPath = defaultBuildahPath
+		cfg.BuildahPath = DefaultBuildahPath
 	}
 	if cfg.RunscPath == "" {
 		cfg.RunscPath = DefaultRunscPath
@@ -141,8 +173,20 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Isolation == "" {
 		cfg.Isolation = IsolationOCI
 	}
-	if cfg.Network == "" {
-		cfg.Network = NetworkPrivate
+	switch cfg.Network {
+	case "":
+		cfg.Network = NetworkFiltered
+	case NetworkPrivate:
+		cfg.Network = NetworkOpen
+	}
+	if cfg.NftPath == "" {
+		cfg.NftPath = defaultNftPath
+	}
+	if cfg.ResolvConf == nil {
+		cfg.ResolvConf = []string{"/etc/resolv.conf", "/run/systemd/resolve/resolv.conf"}
+	}
+	if cfg.CPUs == 0 {
+		cfg.CPUs = DefaultBuildCPUs(runtime.NumCPU())
 	}
 	if cfg.MemoryLimit == "" {
 		cfg.MemoryLimit = defaultMemoryLimit
@@ -188,15 +232,15 @@ func (cfg Config) Validate() error {
 		add("isolation %q: want %q or %q", cfg.Isolation, IsolationOCI, IsolationChroot)
 	}
 	switch cfg.Network {
-	case NetworkPrivate, NetworkNone, NetworkHost:
+	case NetworkFiltered, NetworkOpen, NetworkNone, NetworkHost:
 	default:
-		add("network %q: want %q, %q or %q", cfg.Network, NetworkPrivate, NetworkNone, NetworkHost)
+		add("network %q: want %q, %q, %q or %q", cfg.Network, NetworkFiltered, NetworkOpen, NetworkNone, NetworkHost)
 	}
 	if !memoryLimitPattern.MatchString(cfg.MemoryLimit) {
 		add("memory limit %q: want a number with an optional b, k, m or g suffix", cfg.MemoryLimit)
 	}
-	if cfg.CPUs < 0 {
-		add("cpus %v must not be negative", cfg.CPUs)
+	if cfg.CPUs < 0.01 {
+		add("cpus %v: want at least 0.01", cfg.CPUs)
 	}
 	switch cfg.PullPolicy {
 	case "missing", "never", "always":

@@ -4,19 +4,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// The build policy: what a Dockerfile may reference besides its own context.
+// The build policy: what a Dockerfile may reference besides its own context,
+// and which RUN flags it may use.
 // Every project's layers live in one buildah storage, so a Dockerfile that
 // could name an arbitrary image (by name or by an ID prefix, which buildah
 // accepts: "COPY --from=d3c4 / /") could read another project's image. ADD of
 // a URL would fetch from the build host itself, outside the sandbox, and cache
-// mounts are directories on the build host shared by every build. So the
+// mounts are directories on the build host shared by every build; RUN
+// --mount is limited to binds of the context and tmpfs (runMount). So the
 // builder refuses those before buildah runs, with a message the user can act
-// on. The parser follows buildah 1.28's Dockerfile grammar (escape directive,
-// line continuations, comments; no heredocs).
+// on. The parser follows the Dockerfile grammar (escape directive, line
+// continuations, comments). It does not know heredocs, which buildah 1.42
+// accepts: their bodies are read as instructions too, which can only add
+// refusals, never hide the flags of the instruction that opens them.
 
 // dockerfileInstruction is one logical instruction: its keyword in upper case
 // and the rest of its (joined) lines.
@@ -56,8 +61,9 @@ func parseDockerfile(src string) []dockerfileInstruction {
 		}
 		body := strings.TrimRight(lines[i], " \t")
 		if strings.HasSuffix(body, string(escape)) {
+			// Joined as buildah joins them: the escape and the blanks after
+			// it go, nothing is put in their place.
 			cur.WriteString(strings.TrimSuffix(body, string(escape)))
-			cur.WriteByte(' ')
 			continue
 		}
 		cur.WriteString(body)
@@ -76,15 +82,89 @@ func splitInstruction(line int, text string) dockerfileInstruction {
 }
 
 // splitFlags separates the leading --name=value flags of an instruction from
-// the rest of its arguments.
+// the rest of its arguments the way buildah's parser (imagebuilder's
+// extractBuilderFlags) does: a flag may hold quoted spaces, quotes are
+// dropped and a backslash takes the next character literally. A looser split
+// would let `--mount=target="/a b",from=s` hide its from= from the policy.
 func splitFlags(args string) (flags []string, rest string) {
-	rest = strings.TrimSpace(args)
-	for strings.HasPrefix(rest, "--") {
-		flag, after := cutSpace(rest)
-		flags = append(flags, flag)
-		rest = strings.TrimSpace(after)
+	const (
+		inSpaces = iota
+		inWord
+		inQuote
+	)
+	phase := inSpaces
+	var word strings.Builder
+	var quote byte
+	blankOK := false
+	for pos := 0; pos <= len(args); pos++ {
+		var ch byte
+		if pos < len(args) {
+			ch = args[pos]
+		}
+		if phase == inSpaces {
+			if pos == len(args) {
+				break
+			}
+			if isSpace(ch) {
+				continue
+			}
+			if ch != '-' || pos+1 == len(args) || args[pos+1] != '-' {
+				return flags, strings.TrimSpace(args[pos:])
+			}
+			phase = inWord
+		}
+		if pos == len(args) { // inWord or inQuote at the end
+			if word.String() != "--" && (blankOK || word.Len() > 0) {
+				flags = append(flags, word.String())
+			}
+			break
+		}
+		switch phase {
+		case inWord:
+			switch {
+			case isSpace(ch):
+				phase = inSpaces
+				if word.String() == "--" {
+					return flags, strings.TrimSpace(args[pos:])
+				}
+				if blankOK || word.Len() > 0 {
+					flags = append(flags, word.String())
+				}
+				word.Reset()
+				blankOK = false
+				continue
+			case ch == '\'' || ch == '"':
+				quote, blankOK, phase = ch, true, inQuote
+				continue
+			case ch == '\\':
+				if pos+1 == len(args) {
+					continue
+				}
+				pos++
+				ch = args[pos]
+			}
+			word.WriteByte(ch)
+		case inQuote:
+			if ch == quote {
+				phase = inWord
+				continue
+			}
+			if ch == '\\' {
+				if pos+1 == len(args) {
+					phase = inWord
+					continue
+				}
+				pos++
+				ch = args[pos]
+			}
+			word.WriteByte(ch)
+		}
 	}
-	return flags, rest
+	return flags, ""
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
 
 // cutSpace splits s at its first space or tab.
@@ -151,6 +231,7 @@ func (c *policyCheck) instruction(ins dockerfileInstruction) {
 		}
 		c.nStages++
 	case "COPY", "ADD":
+		c.heredoc(ins)
 		flags, rest := splitFlags(ins.args)
 		for _, f := range flags {
 			if v, ok := flagValue(f, "from"); ok {
@@ -165,6 +246,7 @@ func (c *policyCheck) instruction(ins dockerfileInstruction) {
 			}
 		}
 	case "RUN":
+		c.heredoc(ins)
 		flags, _ := splitFlags(ins.args)
 		for _, f := range flags {
 			c.runFlag(ins.line, f)
@@ -177,25 +259,25 @@ func (c *policyCheck) instruction(ins dockerfileInstruction) {
 	}
 }
 
+// heredoc refuses the heredocs (<<EOF) of RUN, COPY and ADD. buildah 1.42
+// reads the lines after such an instruction as its body up to a terminator
+// it chooses, so a parser that does not follow it exactly could take a body
+// line for an instruction or, worse, a real instruction for a body line:
+// `RUN <<'E\'` ends its body at a line "E\" that looks like a line
+// continuation swallowing the next instruction. Refusing is simpler than
+// tracking every quoting rule of the terminator.
+func (c *policyCheck) heredoc(ins dockerfileInstruction) {
+	if strings.Contains(ins.args, "<<") {
+		c.addf(ins.line, "%s with a heredoc (<<) is not supported here; put the script in a file of the build context and COPY or RUN it", ins.cmd)
+	}
+}
+
+// runFlag checks one RUN flag. Only two are allowed: --network=none and a
+// narrow --mount (runMount). Anything else, including flags a newer buildah
+// may add, is refused rather than passed through unexamined.
 func (c *policyCheck) runFlag(line int, flag string) {
 	if spec, ok := flagValue(flag, "mount"); ok {
-		mountType := "bind"
-		for _, kv := range strings.Split(spec, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			switch strings.ToLower(strings.TrimSpace(k)) {
-			case "type":
-				mountType = strings.ToLower(unquote(strings.TrimSpace(v)))
-			case "from":
-				c.ref(line, unquote(strings.TrimSpace(v)), true)
-			}
-		}
-		switch mountType {
-		case "bind", "tmpfs":
-		case "cache":
-			c.addf(line, "RUN --mount=type=cache is not supported: cache directories would be shared with other projects on the build host")
-		default:
-			c.addf(line, "RUN --mount=type=%s is not supported (only bind and tmpfs)", mountType)
-		}
+		c.runMount(line, spec)
 		return
 	}
 	if v, ok := flagValue(flag, "network"); ok {
@@ -204,9 +286,74 @@ func (c *policyCheck) runFlag(line int, flag string) {
 		}
 		return
 	}
-	if _, ok := flagValue(flag, "security"); ok {
-		c.addf(line, "RUN %s is not allowed", flag)
+	name, _, _ := strings.Cut(flag, "=")
+	c.addf(line, "RUN %s is not allowed (only --mount=type=bind or tmpfs, and --network=none)", name)
+}
+
+// The keys RUN --mount may use, per type. A bind mount reads from the build
+// context only: from= would bind another stage's or image's tree, and with a
+// symlink planted in that stage buildah before 1.35 bound the build host's
+// own / instead (CVE-2024-1753). bind-propagation let a mount reach back to
+// the host (CVE-2024-9407). Everything not listed is refused, so a key a
+// later buildah gives new meaning to cannot slip through.
+var runMountKeys = map[string]map[string]bool{
+	"bind":  {"type": true, "source": true, "target": true, "ro": true, "readonly": true},
+	"tmpfs": {"type": true, "target": true, "size": true},
+}
+
+// runMount checks the value of one RUN --mount flag.
+func (c *policyCheck) runMount(line int, spec string) {
+	mountType := "bind" // buildah's default type
+	type kv struct{ key, value string }
+	var pairs []kv
+	for _, field := range strings.Split(spec, ",") {
+		k, v, _ := strings.Cut(field, "=")
+		k = strings.ToLower(strings.TrimSpace(k))
+		v = unquote(strings.TrimSpace(v))
+		if k == "type" {
+			mountType = strings.ToLower(v)
+		}
+		pairs = append(pairs, kv{k, v})
 	}
+	allowed, ok := runMountKeys[mountType]
+	switch {
+	case strings.ContainsAny(spec, "$\\\"'"):
+		// buildah expands ARG and ENV values in the flag and drops quotes and
+		// escapes after this check: `source=${X}` with X="a,from=s" would
+		// add a key. The spec must be literal.
+		c.addf(line, "RUN --mount must be written literally: no variables ($), quotes or backslashes")
+		return
+	case mountType == "cache":
+		c.addf(line, "RUN --mount=type=cache is not supported: cache directories would be shared with other projects on the build host")
+		return
+	case !ok:
+		c.addf(line, "RUN --mount=type=%s is not supported (only bind and tmpfs)", mountType)
+		return
+	}
+	for _, p := range pairs {
+		switch {
+		case p.key == "from":
+			c.addf(line, "RUN --mount from=%s is not allowed: a mount may only bind the build context (copy from a stage with COPY --from instead)", p.value)
+		case p.key == "bind-propagation":
+			c.addf(line, "RUN --mount bind-propagation is not allowed")
+		case p.key == "":
+			c.addf(line, "RUN --mount has an empty option")
+		case !allowed[p.key]:
+			c.addf(line, "RUN --mount=type=%s: option %q is not allowed (allowed: %s)", mountType, p.key, mountKeyList(allowed))
+		}
+	}
+}
+
+// mountKeyList names the allowed keys of a mount type for messages.
+func mountKeyList(allowed map[string]bool) string {
+	keys := make([]string, 0, len(allowed))
+	for k := range allowed {
+		if k != "type" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return strings.Join(keys, ", ")
 }
 
 // ref checks one image reference. A --from may also name an earlier stage by
@@ -221,7 +368,7 @@ func (c *policyCheck) ref(line int, ref string, indexOK bool) {
 			return
 		}
 		c.addf(line, "%q is not an earlier build stage", ref)
-	case strings.Contains(ref, "$"):
+	case strings.ContainsAny(ref, "$\\\"'"):
 		c.addf(line, "image %q uses a variable; name base images literally", ref)
 	case looksLikeImageID(ref):
 		c.addf(line, "image %q looks like an image ID; name base images by reference", ref)

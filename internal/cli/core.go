@@ -66,8 +66,8 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties,
 	imagesDir := filepath.Join(dataDir, "images")
 	var builder project.ImageBuilder
 	b, err := build.New(ctx, build.Config{
-		RunscPath: f.build.runsc, StorageRoot: filepath.Join(dataDir, "buildah", "storage"), ImagesDir: imagesDir,
-		Isolation: f.build.isolation, Network: f.build.network, MemoryLimit: f.build.memory,
+		BuildahPath: f.build.buildah, RunscPath: f.build.runsc, StorageRoot: filepath.Join(dataDir, "buildah", "storage"), ImagesDir: imagesDir,
+		Isolation: f.build.isolation, Network: f.build.network, MemoryLimit: f.build.memory, CPUs: f.build.cpus,
 		AllowedBaseImages: splitList(f.build.allowBases),
 	}, log.With("component", "builder"))
 	if err != nil {

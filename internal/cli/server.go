@@ -80,9 +80,11 @@ type hostFlags struct {
 
 // buildFlags configure the image builder.
 type buildFlags struct {
+	buildah    string
 	runsc      string
 	isolation  string
 	network    string
+	cpus       float64
 	memory     string
 	allowBases string
 }
@@ -93,9 +95,11 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the API on (env SKIFF_LISTEN)")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 20*time.Second, "how long shutdown waits for in-flight requests (env SKIFF_DRAIN_TIMEOUT)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (env SKIFF_LOG_LEVEL)")
+	fs.StringVar(&f.build.buildah, "buildah", build.DefaultBuildahPath, "buildah that builds pushed projects: the pinned upstream build that make setup installs (Debian's 1.28 has CVE-2024-1753 open) (env SKIFF_BUILDAH)")
 	fs.StringVar(&f.build.runsc, "runsc", build.DefaultRunscPath, "current gVisor runsc used for build RUN steps and tasks (env SKIFF_RUNSC)")
 	fs.StringVar(&f.build.isolation, "build-isolation", build.IsolationOCI, "isolation of build RUN steps: oci (gVisor) or chroot (NOT a sandbox; trusted development only) (env SKIFF_BUILD_ISOLATION)")
-	fs.StringVar(&f.build.network, "build-network", "", "network of build RUN steps: private (default: NAT, no route to host services), none, or host (trusted builds only) (env SKIFF_BUILD_NETWORK)")
+	fs.StringVar(&f.build.network, "build-network", build.NetworkFiltered, "network of build RUN steps: filtered (the public internet only: no cloud metadata, private, CGNAT, loopback or IPv6 addresses, none of the host's own; needs nft), open (everything the host can route to, metadata and private networks included), none, or host (trusted builds only) (env SKIFF_BUILD_NETWORK)")
+	fs.Float64Var(&f.build.cpus, "build-cpus", 0, "CPU cores each build RUN step may use, a cgroup quota over its whole gVisor sandbox (0: half this machine's cores, at least 1) (env SKIFF_BUILD_CPUS)")
 	fs.StringVar(&f.build.memory, "build-memory", "2g", "memory limit of each build RUN step (env SKIFF_BUILD_MEMORY)")
 	fs.StringVar(&f.build.allowBases, "build-allow-base", "", "comma-separated base images a Dockerfile may use besides scratch, e.g. 'localhost/debian:bookworm,docker.io/library/*' (env SKIFF_BUILD_ALLOW_BASE)")
 	fs.StringVar(&f.host.driver, "host-driver", "gvisor", "sandbox of the local host's tasks: gvisor, or process (NOT a sandbox; needs --host-allow-unisolated, for development only) (env SKIFF_HOST_DRIVER)")

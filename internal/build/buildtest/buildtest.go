@@ -7,7 +7,6 @@ package buildtest
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,16 +17,18 @@ import (
 	"github.com/skiffhq/skiff/internal/testenv"
 )
 
-// RequireTools skips t (testenv.Skip) unless the process is root and buildah and the pinned
+// RequireTools skips t (testenv.Skip) unless the process is root and the
+// pinned buildah (build.DefaultBuildahPath, or $SKIFF_BUILDAH) and the pinned
 // runsc (build.DefaultRunscPath, or $SKIFF_RUNSC) are installed. `make setup`
-// installs them. It returns the runsc path.
+// installs them. Debian's buildah on PATH does not count: it has
+// CVE-2024-1753 open. It returns the runsc path; Buildah returns buildah's.
 func RequireTools(t testing.TB) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testenv.Skip(t, "skipping: building images with buildah and runsc needs root")
 	}
-	if _, err := exec.LookPath("buildah"); err != nil {
-		testenv.Skip(t, "skipping: buildah is not installed (run make setup)")
+	if _, err := os.Stat(Buildah()); err != nil {
+		testenv.Skipf(t, "skipping: the pinned buildah is not at %s (run make setup)", Buildah())
 	}
 	runsc := os.Getenv("SKIFF_RUNSC")
 	if runsc == "" {
@@ -37,6 +38,15 @@ func RequireTools(t testing.TB) string {
 		testenv.Skipf(t, "skipping: the pinned runsc is not at %s (run make setup)", runsc)
 	}
 	return runsc
+}
+
+// Buildah is the pinned buildah the tests build with: $SKIFF_BUILDAH, or
+// build.DefaultBuildahPath.
+func Buildah() string {
+	if p := os.Getenv("SKIFF_BUILDAH"); p != "" {
+		return p
+	}
+	return build.DefaultBuildahPath
 }
 
 // DataDir returns a fresh data directory that is unmounted and removed when
@@ -63,6 +73,7 @@ func Config(t testing.TB) build.Config {
 	runsc := RequireTools(t)
 	data := DataDir(t)
 	return build.Config{
+		BuildahPath: Buildah(),
 		RunscPath:   runsc,
 		StorageRoot: filepath.Join(data, "buildah", "storage"),
 		RunRoot:     filepath.Join(data, "run"),

@@ -47,7 +47,7 @@ func CacheDir() (string, error) {
 func DebianBase(t testing.TB, cfg build.Config) {
 	t.Helper()
 	storage := []string{"--root", cfg.StorageRoot, "--runroot", cfg.RunRoot, "--storage-driver", "overlay"}
-	if exec.Command("buildah", append(storage, "inspect", "--type", "image", DebianImage)...).Run() == nil {
+	if exec.Command(Buildah(), append(storage, "inspect", "--type", "image", DebianImage)...).Run() == nil {
 		return
 	}
 	tarball := debianRootfs(t)
@@ -58,7 +58,7 @@ func DebianBase(t testing.TB, cfg build.Config) {
 	}
 	WriteFile(t, ctxDir, "Dockerfile", "FROM scratch\nADD rootfs.tar /\nCMD [\"/bin/bash\"]\n", 0o644)
 	args := append(storage, "bud", "--isolation", "chroot", "-t", DebianImage, ctxDir)
-	cmd := exec.Command("buildah", args...)
+	cmd := exec.Command(Buildah(), args...)
 	if cfg.TmpDir != "" {
 		cmd.Env = append(os.Environ(), "TMPDIR="+cfg.TmpDir)
 	}

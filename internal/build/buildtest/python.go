@@ -21,7 +21,7 @@ const PythonImage = "docker.io/library/python:3.12-slim"
 func PythonBase(t testing.TB, cfg build.Config) {
 	t.Helper()
 	storage := []string{"--root", cfg.StorageRoot, "--runroot", cfg.RunRoot, "--storage-driver", "overlay"}
-	if exec.Command("buildah", append(storage, "inspect", "--type", "image", PythonImage)...).Run() == nil {
+	if exec.Command(Buildah(), append(storage, "inspect", "--type", "image", PythonImage)...).Run() == nil {
 		return
 	}
 	DebianBase(t, cfg)
@@ -31,8 +31,9 @@ func PythonBase(t testing.TB, cfg build.Config) {
 		"ln -s /usr/bin/python3 /usr/local/bin/python\n"+
 		"CMD [\"python3\"]\n", 0o644)
 	// Our own trusted content, like DebianBase: chroot isolation.
-	args := append(storage, "bud", "--isolation", "chroot", "--pull=never", "-t", PythonImage, ctxDir)
-	cmd := exec.Command("buildah", args...)
+	args := append(append(storage, "bud", "--isolation", "chroot", "--pull=never"), build.ChrootUlimits()...)
+	args = append(args, "-t", PythonImage, ctxDir)
+	cmd := exec.Command(Buildah(), args...)
 	if cfg.TmpDir != "" {
 		cmd.Env = append(os.Environ(), "TMPDIR="+cfg.TmpDir)
 	}

@@ -89,25 +89,33 @@ func main() {
 // fail MESSAGE (exit 3), alloc MIB.
 func StaticRunner(t testing.TB) string {
 	t.Helper()
+	return StaticProgram(t, "runner", runnerSource)
+}
+
+// StaticProgram compiles one main package (CGO_ENABLED=0, standard library
+// only) into a temporary directory and returns the binary's path: the
+// programs that RUN steps of FROM scratch test images run.
+func StaticProgram(t testing.TB, name, source string) string {
+	t.Helper()
 	src := t.TempDir()
-	for name, body := range map[string]string{
-		"go.mod":  "module runner\n\ngo 1.22\n",
-		"main.go": runnerSource,
+	for file, body := range map[string]string{
+		"go.mod":  "module " + name + "\n\ngo 1.22\n",
+		"main.go": source,
 	} {
-		if err := os.WriteFile(filepath.Join(src, name), []byte(body), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(src, file), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		testenv.Skip(t, "skipping: the go tool is not on PATH to compile the test runner")
+		testenv.Skip(t, "skipping: the go tool is not on PATH to compile the test program")
 	}
-	bin := filepath.Join(t.TempDir(), "runner")
+	bin := filepath.Join(t.TempDir(), name)
 	cmd := exec.Command(gobin, "build", "-trimpath", "-o", bin, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("compiling the test runner: %v\n%s", err, out)
+		t.Fatalf("compiling %s: %v\n%s", name, err, out)
 	}
 	return bin
 }

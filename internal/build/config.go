@@ -164,8 +164,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.RunscPath = DefaultRunscPath
 	}
 	if cfg.RunRoot == "" && cfg.StorageRoot != "" {
-		sum := sha256.Sum256([]byte(filepath.Clean(cfg.StorageRoot)))
-		cfg.RunRoot = filepath.Join(defaultRunRootParent, "buildah-"+hex.EncodeToString(sum[:4]))
+		cfg.RunRoot = DefaultRunRoot(cfg.StorageRoot)
 	}
 	if cfg.TmpDir == "" && cfg.StorageRoot != "" {
 		cfg.TmpDir = filepath.Join(filepath.Dir(filepath.Clean(cfg.StorageRoot)), "tmp")
@@ -267,4 +266,12 @@ func (cfg Config) Validate() error {
 		return fmt.Errorf("build config: %w", err)
 	}
 	return nil
+}
+
+// DefaultRunRoot is the run root of a builder whose storage root is
+// storageRoot and that names none: a directory of its own under /run/skiff,
+// so that two servers on one machine never share buildah's or runsc's state.
+func DefaultRunRoot(storageRoot string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(storageRoot)))
+	return filepath.Join(defaultRunRootParent, "buildah-"+hex.EncodeToString(sum[:4]))
 }

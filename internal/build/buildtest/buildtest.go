@@ -62,6 +62,11 @@ func DataDir(t testing.TB) string {
 		if err := removeDataDir(dir); err != nil {
 			t.Errorf("removing data dir: %v", err)
 		}
+		// A server started on dir keeps buildah's and runsc's run state
+		// in the default run root of its storage (under /run/skiff).
+		if err := removeDataDir(build.DefaultRunRoot(filepath.Join(dir, "buildah", "storage"))); err != nil {
+			t.Errorf("removing the data dir's run root: %v", err)
+		}
 	})
 	return dir
 }

@@ -69,3 +69,13 @@ func (s *Server) walletVerify(w http.ResponseWriter, r *http.Request) error {
 	})
 	return nil
 }
+
+// logout revokes the wallet session that authenticated the request
+// (POST /api/v1/auth/logout): 204, and the token is refused from then on.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
+	if err := s.auth.Logout(r.Context(), r.Header.Get("Authorization")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -21,7 +21,7 @@ func addressKey(a string) string { return strings.ToLower(strings.TrimSpace(a)) 
 
 func (s *Server) walletChallenge(w http.ResponseWriter, r *http.Request) error {
 	var body apiv1.WalletChallengeRequest
-	if err := s.rateLimit(w, "sign-in", limitCheck{s.limitIP, s.clientIP(r), "client_ip"}); err != nil {
+	if err := s.rateLimit(w, "sign-in", limitCheck{s.limitIP, s.clientKey(r), "client_ip"}); err != nil {
 		return err
 	}
 	if _, err := decodeJSON(w, r, &body, false); err != nil {
@@ -45,7 +45,7 @@ func challengeView(c *store.WalletChallenge) apiv1.WalletChallenge {
 
 func (s *Server) walletVerify(w http.ResponseWriter, r *http.Request) error {
 	var body apiv1.WalletVerifyRequest
-	if err := s.rateLimit(w, "sign-in", limitCheck{s.limitIP, s.clientIP(r), "client_ip"}); err != nil {
+	if err := s.rateLimit(w, "sign-in", limitCheck{s.limitIP, s.clientKey(r), "client_ip"}); err != nil {
 		return err
 	}
 	if _, err := decodeJSON(w, r, &body, false); err != nil {

@@ -134,7 +134,7 @@ func (b *paceReader) cut() {
 	h.Set("Connection", "close")
 	b.w.ResponseWriter.WriteHeader(http.StatusRequestTimeout)
 	_ = json.NewEncoder(b.w.ResponseWriter).Encode(apiv1.Error{Code: "body_too_slow",
-		Error: fmt.Sprintf("the request body arrived slower than %d bytes per %s", b.need, b.window),
+		Error:             fmt.Sprintf("the request body arrived slower than %d bytes per %s", b.need, b.window),
 		RecommendedAction: fmt.Sprintf("Send the body without pauses (at least %d bytes every %s), then retry.", b.need, b.window),
 		RequestID:         h.Get("X-Request-Id")})
 	b.w.wrote, b.w.cutOff = true, true

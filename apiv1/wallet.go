@@ -68,10 +68,15 @@ type Payment struct {
 
 // SettleResponse answers a settled payment: 201 the first time, 200 with
 // replay true for the same credential again.
+//
+// Account and Balance are absent when an MPP credential is replayed
+// without the account's bearer token: whoever holds a copy of a credential
+// learns again what its first answer said (the settlement), and nothing of
+// the account since.
 type SettleResponse struct {
-	Account Account `json:"account"`
-	Quote   Quote   `json:"quote"`
-	Payment Payment `json:"payment"`
-	Balance Balance `json:"balance"`
-	Replay  bool    `json:"replay"`
+	Account *Account `json:"account,omitempty"`
+	Quote   Quote    `json:"quote"`
+	Payment Payment  `json:"payment"`
+	Balance *Balance `json:"balance,omitempty"`
+	Replay  bool     `json:"replay"`
 }

@@ -108,3 +108,10 @@ func (c *Client) WalletSignIn(ctx context.Context, w *Wallet, chain string) (*ap
 		body: apiv1.WalletVerifyRequest{ChallengeID: ch.Challenge.ID, WalletAddress: w.Address(),
 			Signature: w.PersonalSign(ch.Challenge.Message)}}, &out)
 }
+
+// Logout revokes the wallet session the client's token is (POST
+// /api/v1/auth/logout): the server refuses the token from then on. An API
+// key is not a session: the server answers 422 not_a_session.
+func (c *Client) Logout(ctx context.Context) error {
+	return c.call(ctx, &request{method: http.MethodPost, path: "/api/v1/auth/logout"}, nil)
+}

@@ -111,3 +111,40 @@ func (s *Service) Authenticate(ctx context.Context, header string) (*store.Princ
 	}
 	return p, nil
 }
+
+// Logout revokes the wallet session whose token the Authorization header
+// carries, so that it is refused from now on (sessions are not cached, so
+// on every controller at once). An API key is not a session: operators
+// revoke keys.
+func (s *Service) Logout(ctx context.Context, header string) error {
+	_, token, _ := strings.Cut(header, " ")
+	token = strings.TrimSpace(token)
+	if !strings.HasPrefix(token, id.Session) {
+		return fault.Invalid("not_a_session", "Only wallet sessions (fls_...) log out; to stop using an API key, forget it, "+
+			"and ask the operator to revoke it if it leaked.", "the bearer is not a wallet session token")
+	}
+	err := s.store.WalletSessionRevoke(ctx, id.Hash(token))
+	if errors.Is(err, store.ErrNotFound) {
+		return fault.Unauthenticated("invalid credentials")
+	}
+	if err != nil {
+		return fmt.Errorf("logout: %w", err)
+	}
+	return nil
+}
+
+// PurgeExpired deletes up to batch expired wallet challenges and up to
+// batch expired sessions (a sweep task): strangers create both for free,
+// and neither is worth anything once expired.
+func (s *Service) PurgeExpired(ctx context.Context, batch int) (int, error) {
+	now := s.clock.Now()
+	n, err := s.store.WalletChallengePurgeExpired(ctx, now, batch)
+	if err != nil {
+		return n, fmt.Errorf("purge expired challenges: %w", err)
+	}
+	m, err := s.store.WalletSessionPurgeExpired(ctx, now, batch)
+	if err != nil {
+		return n + m, fmt.Errorf("purge expired sessions: %w", err)
+	}
+	return n + m, nil
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/contact"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/termsafe"
 )
 
 func runAdmin(ctx context.Context, e *env, args []string) error {
@@ -184,7 +184,7 @@ func adminWaitlist(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if lf.json {
-		enc := json.NewEncoder(e.stdout)
+		enc := json.NewEncoder(termsafe.JSONWriter(e.stdout))
 		for _, w := range list {
 			if err := enc.Encode(adminWaitlistEntry{ID: w.ID, Email: w.Email, CreatedAt: w.CreatedAt.Format(time.RFC3339)}); err != nil {
 				return err
@@ -195,7 +195,7 @@ func adminWaitlist(ctx context.Context, e *env, args []string) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tCREATED\tEMAIL")
 	for _, w := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", w.ID, w.CreatedAt.Format(time.RFC3339), w.Email)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", termsafe.Text(w.ID), w.CreatedAt.Format(time.RFC3339), termsafe.Text(w.Email))
 	}
 	return tw.Flush()
 }
@@ -235,7 +235,7 @@ func adminFeedback(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if lf.json {
-		enc := json.NewEncoder(e.stdout)
+		enc := json.NewEncoder(termsafe.JSONWriter(e.stdout))
 		for _, f := range list {
 			if err := enc.Encode(adminFeedbackEntry{ID: f.ID, Type: string(f.Type), Title: f.Title, Description: f.Description,
 				JobID: f.JobID, Metadata: f.Metadata, AccountID: f.AccountID, AccountName: names[f.AccountID],
@@ -259,12 +259,8 @@ func adminFeedback(ctx context.Context, e *env, args []string) error {
 		if job == "" {
 			job = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.ID, f.CreatedAt.Format(time.RFC3339), f.Type, acct, job, oneLine(f.Title))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Text(f.ID), f.CreatedAt.Format(time.RFC3339), termsafe.Text(string(f.Type)),
+			termsafe.Text(acct), termsafe.Text(job), termsafe.Text(f.Title))
 	}
 	return tw.Flush()
-}
-
-// oneLine keeps a user's title from breaking the table.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

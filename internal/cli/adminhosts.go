@@ -19,6 +19,7 @@ import (
 	"github.com/skiffhq/skiff/internal/enroll"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/termsafe"
 )
 
 func adminCreateEnrollment(ctx context.Context, e *env, args []string) error {
@@ -107,7 +108,7 @@ func adminHosts(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(e.stdout)
+	enc := json.NewEncoder(termsafe.JSONWriter(e.stdout))
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	if !lf.json {
 		fmt.Fprintln(tw, "ID\tNAME\tSTATE\tWORK\tCPUS\tMEMORY_GB\tGPUS\tRUNNING\tLAST_SEEN")
@@ -127,7 +128,8 @@ func adminHosts(ctx context.Context, e *env, args []string) error {
 		if v.LastSeenAt != nil {
 			seen = v.LastSeenAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", v.ID, oneLine(v.Name), v.State, hosts[i].WorkKinds,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", termsafe.Text(v.ID), termsafe.Text(v.Name),
+			termsafe.Text(string(v.State)), termsafe.Text(hosts[i].WorkKinds),
 			strconv.FormatFloat(v.CPUs, 'f', -1, 64), strconv.FormatFloat(v.MemoryGB, 'f', -1, 64), v.GPUs, v.RunningAttempts, seen)
 	}
 	if lf.json {
@@ -177,6 +179,6 @@ func adminHostState(ctx context.Context, e *env, args []string, name, help strin
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(e.stdout, h.State)
+	fmt.Fprintln(e.stdout, termsafe.Text(string(h.State)))
 	return nil
 }

@@ -116,8 +116,9 @@ func (e *env) wallet(keyFile string, cfg *clientConfig) (*client.Wallet, string,
 	return w, keyFile, nil
 }
 
-func runLogout(_ context.Context, e *env, args []string) error {
-	fs := e.newFlags("logout", "Forgets the saved token (the server address stays).")
+func runLogout(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("logout", "Forgets the saved token (the server address stays). A wallet session (fls_...) is\n"+
+		"also revoked on the server, so that a copy of it stops working too; an API key is only forgotten.")
 	asJSON := fs.Bool("json", false, "print JSON instead of text")
 	pos, err := e.parseArgs(fs, args)
 	if err != nil {
@@ -130,15 +131,41 @@ func runLogout(_ context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	revoked := false
+	if strings.HasPrefix(cfg.Token, "fls_") && cfg.URL != "" {
+		err := client.New(cfg.URL, cfg.Token, client.WithUserAgent("skiff-cli/"+Version)).Logout(ctx)
+		switch {
+		case err == nil:
+			revoked = true
+		case client.StatusOf(err) == 401:
+			// Expired or revoked already: nothing left to revoke.
+		default:
+			// Forget it here anyway; the session still ends when it expires.
+			fmt.Fprintf(e.stderr, "warning: could not revoke the session on %s (%v); it stays valid until %s\n",
+				cfg.URL, err, expiryOf(cfg))
+		}
+	}
 	cfg.Token, cfg.TokenExpires, cfg.AccountID, cfg.AccountName = "", nil, "", ""
 	if err := e.saveConfig(cfg); err != nil {
 		return err
 	}
 	if *asJSON {
-		return printJSON(e.stdout, map[string]any{"logged_out": true, "url": cfg.URL, "config": e.configPath()})
+		return printJSON(e.stdout, map[string]any{"logged_out": true, "session_revoked": revoked, "url": cfg.URL, "config": e.configPath()})
+	}
+	if revoked {
+		fmt.Fprintln(e.stdout, "Logged out; the server revoked the session.")
+		return nil
 	}
 	fmt.Fprintln(e.stdout, "Logged out.")
 	return nil
+}
+
+// expiryOf says when a saved session expires, for a warning.
+func expiryOf(cfg *clientConfig) string {
+	if cfg.TokenExpires == nil {
+		return "it expires"
+	}
+	return cfg.TokenExpires.Format("2006-01-02 15:04 MST")
 }
 
 func runWhoami(ctx context.Context, e *env, args []string) error {

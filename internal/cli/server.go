@@ -49,6 +49,7 @@ type serverFlags struct {
 	heartbeat    time.Duration
 	data         dataFlags
 	fair         fairFlags
+	edges        edgeFlags
 }
 
 // streamFlags configure the event streams (docs/streams.md).
@@ -125,6 +126,7 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	f.artifacts.register(fs)
 	f.data.register(fs)
 	f.fair.register(fs)
+	f.edges.register(fs)
 	return fs
 }
 
@@ -165,6 +167,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	}
 	if f.front.waitlistRate < 0 || f.front.feedbackRate < 0 {
 		return fmt.Errorf("--waitlist-rate and --feedback-rate must be 0 (unlimited) or more")
+	}
+	if err := f.edges.validate(); err != nil {
+		return err
 	}
 	if f.dutyLease < time.Second || f.heartbeat < time.Second {
 		return fmt.Errorf("--duty-lease and --host-heartbeat must be at least 1s")
@@ -277,7 +282,8 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	})
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
-	sweeper := &artifact.Sweeper{Tasks: f.artifacts.sweepTasks(arts, jobs, clk), Logger: log.With("component", "sweeper")}
+	sweeper := &artifact.Sweeper{Tasks: append(f.artifacts.sweepTasks(arts, jobs, clk), expirySweepTasks(authSvc, db, clk)...),
+		Logger: log.With("component", "sweeper")}
 	duties.run(sweepCtx, dutySweeps, sweeper.Run)
 	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk, Artifacts: arts,
 		Log: log.With("component", "controller"), ImagesDir: imagesDir, Images: images, Presence: duties.presence,
@@ -291,7 +297,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	ln = f.edges.listener(ln, proxies, log.With("component", "http"))
+	srv := f.edges.server(httpapi.MinBodyRate(f.edges.bodyRate(), log.With("component", "http"), mux),
+		slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	core, err := startCore(ctx, log, &f, duties, shared.images, dataDir, projects, localHost{local: local, images: hostImages, data: dataSources}, ctrl,

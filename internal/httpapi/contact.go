@@ -27,7 +27,7 @@ func (s *Server) waitlistJoin(w http.ResponseWriter, r *http.Request) error {
 	if isFormPost(r) {
 		return s.waitlistForm(w, r)
 	}
-	if err := s.rateLimit(w, "waitlist", limitCheck{s.limits.waitlist, s.clientIP(r), "client_ip"}); err != nil {
+	if err := s.rateLimit(w, "waitlist", limitCheck{s.limits.waitlist, s.clientKey(r), "client_ip"}); err != nil {
 		return err
 	}
 	var body struct {
@@ -58,7 +58,7 @@ func waitlistAnswer(email string) apiv1.WaitlistResponse {
 // included, is a redirect to the landing page that names it.
 func (s *Server) waitlistForm(w http.ResponseWriter, r *http.Request) error {
 	outcome := "joined"
-	if err := s.rateLimit(w, "waitlist", limitCheck{s.limits.waitlist, s.clientIP(r), "client_ip"}); err != nil {
+	if err := s.rateLimit(w, "waitlist", limitCheck{s.limits.waitlist, s.clientKey(r), "client_ip"}); err != nil {
 		outcome = "rate_limited"
 	} else {
 		r.Body = http.MaxBytesReader(w, r.Body, maxWaitlistBody)
@@ -84,7 +84,7 @@ func isFormPost(r *http.Request) bool {
 // the report to their account, and invalid ones are refused rather than
 // silently dropped, so a client learns its token is wrong.
 func (s *Server) feedbackSubmit(w http.ResponseWriter, r *http.Request) error {
-	if err := s.rateLimit(w, "feedback", limitCheck{s.limits.feedback, s.clientIP(r), "client_ip"}); err != nil {
+	if err := s.rateLimit(w, "feedback", limitCheck{s.limits.feedback, s.clientKey(r), "client_ip"}); err != nil {
 		return err
 	}
 	var accountID string

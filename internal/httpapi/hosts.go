@@ -19,7 +19,7 @@ const maxRedeemBody = 16 << 10
 // enrollmentRedeem turns a one-time code into a host identity and its
 // credential (shown once). The code and the credential are never logged.
 func (s *Server) enrollmentRedeem(w http.ResponseWriter, r *http.Request) error {
-	if err := s.rateLimit(w, "enrollment redeem", limitCheck{s.limits.redeem, s.clientIP(r), "client_ip"}); err != nil {
+	if err := s.rateLimit(w, "enrollment redeem", limitCheck{s.limits.redeem, s.clientKey(r), "client_ip"}); err != nil {
 		return err
 	}
 	var body apiv1.RedeemRequest

@@ -36,10 +36,16 @@ func newLimiters(l Limits) limiters {
 		redeem: ratelimit.NewKeyed(l.RedeemPerMinute)}
 }
 
-// clientIP is the address a request is limited by: the peer, or the
+// clientIP is the client's address, for logs: the peer, or the
 // X-Forwarded-For client when the peer is a trusted proxy.
 func (s *Server) clientIP(r *http.Request) string {
 	return ratelimit.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), s.trustedProxies)
+}
+
+// clientKey is what a request is rate limited by: clientIP, or its /64
+// for IPv6 (ratelimit.Key).
+func (s *Server) clientKey(r *http.Request) string {
+	return ratelimit.ClientKey(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), s.trustedProxies)
 }
 
 // rateLimit takes one event from each check's limiter (what names the

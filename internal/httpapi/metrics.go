@@ -30,9 +30,12 @@ func (s *Server) instrument(route, pattern string, h http.HandlerFunc) http.Hand
 	}
 }
 
-// metricsGet serves GET /metrics to an admin key, to the bearer
-// --metrics-token, or to a request from loopback that no proxy forwarded
-// (spec 5.4); anyone else gets 401.
+// metricsGet serves GET /metrics to an admin key or the bearer
+// --metrics-token (spec 5.4); without a --metrics-token, also to a request
+// from loopback that no proxy forwarded. Once an operator configured a
+// token it is required: a proxy on this machine that forwards without
+// X-Forwarded-For, or a tenant's process that reaches loopback, must not
+// read the metrics. Anyone else gets 401.
 func (s *Server) metricsGet(w http.ResponseWriter, r *http.Request) error {
 	if s.metrics == nil {
 		return fault.New(fault.KindUnavailable, "metrics_unavailable", "Start the server with metrics enabled.",
@@ -41,7 +44,7 @@ func (s *Server) metricsGet(w http.ResponseWriter, r *http.Request) error {
 	if !s.metricsAllowed(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="skiff-metrics"`)
 		return fault.New(fault.KindUnauthenticated, "unauthenticated",
-			"Send an admin API key or the server's --metrics-token as a bearer token, or scrape from the server's own machine.",
+			"Send the server's --metrics-token (or an admin API key) as a bearer token.",
 			"GET /metrics needs operator credentials")
 	}
 	s.metrics.Handler().ServeHTTP(w, r)
@@ -57,6 +60,9 @@ func (s *Server) metricsAllowed(r *http.Request) bool {
 	if header != "" {
 		p, err := s.auth.Authenticate(r.Context(), header)
 		return err == nil && p.Key.Role == store.RoleAdmin
+	}
+	if s.metricsToken != "" {
+		return false // configured: the token (or an admin key) is required
 	}
 	if r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" {
 		return false // a proxy on this machine: the client is elsewhere

@@ -15,8 +15,8 @@ import (
 )
 
 // TestMetrics: GET /metrics serves the Prometheus exposition that promtool
-// accepts, with the figures of what the server did, to loopback, admins and
-// the metrics token only.
+// accepts, with the figures of what the server did, to admins and the
+// metrics token only: once a token is configured, loopback is not enough.
 func TestMetrics(t *testing.T) {
 	onEnginesWithTool(t, "promtool", "promtool not installed (Debian package prometheus; make setup installs it)", apitest.Options{MetricsToken: "mtk_secret"}, func(t *testing.T, f *fixture, promtool string) {
 		j := submitJob(t, f.member, fanOut(2))
@@ -40,9 +40,13 @@ func TestMetrics(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			return resp.StatusCode, string(b)
 		}
-		status, body := get(nil)
+		// A token is configured: loopback alone is not enough (issue 28).
+		if status, body := get(nil); status != http.StatusUnauthorized {
+			t.Fatalf("loopback without the configured token: got %d %s, want 401", status, body)
+		}
+		status, body := get(http.Header{"Authorization": {"Bearer mtk_secret"}})
 		if status != http.StatusOK {
-			t.Fatalf("loopback: got %d %s", status, body)
+			t.Fatalf("loopback with the token: got %d %s", status, body)
 		}
 		cmd := exec.CommandContext(t.Context(), promtool, "check", "metrics")
 		cmd.Stdin = strings.NewReader(body)

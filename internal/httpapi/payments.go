@@ -130,30 +130,37 @@ func (s *Server) pay(w http.ResponseWriter, r *http.Request, pp payment.PayParam
 	case err != nil:
 		return err
 	}
-	bal, err := s.billing.Balance(r.Context(), paid.Quote.AccountID)
-	if err != nil {
-		return err
-	}
-	acct, err := s.store.AccountGetByID(r.Context(), paid.Quote.AccountID)
-	if err != nil {
-		return err
-	}
 	st := paid.Settlement
-	w.Header().Set(paid.Header, paid.HeaderValue)
 	status := http.StatusCreated
 	if paid.Replay {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, apiv1.SettleResponse{
-		Account: apiv1.Account{ID: acct.ID, Name: acct.Name, Role: string(store.RoleMember), CreatedAt: acct.CreatedAt},
-		Quote:   billing.QuoteView(paid.Quote),
+	out := apiv1.SettleResponse{
+		Quote: billing.QuoteView(paid.Quote),
 		Payment: apiv1.Payment{Protocol: st.Protocol, Status: st.Status, Payer: st.Payer, Transaction: st.TransactionHash,
 			Network: s.payments.Config().Network, AmountUSD: apiv1.USD(paid.Quote.AmountMicros), LedgerEntryID: st.LedgerEntryID,
 			SettledAt: st.UpdatedAt},
-		Balance: apiv1.Balance{LedgerBalanceUSD: apiv1.USD(bal.LedgerMicros), HeldUSD: apiv1.USD(bal.HeldMicros),
-			AvailableUSD: apiv1.USD(bal.AvailableMicros()), ActiveHoldCount: bal.ActiveHoldCount, OpenQuoteCount: bal.OpenQuoteCount},
 		Replay: paid.Replay,
-	})
+	}
+	// An MPP credential stands in for the bearer only for its own
+	// settlement: replayed without a bearer (anyone who saw it in a log or
+	// a proxy can), it answers that settlement again and nothing of the
+	// account as it is now.
+	if !paid.Replay || pp.AccountID != "" {
+		bal, err := s.billing.Balance(r.Context(), paid.Quote.AccountID)
+		if err != nil {
+			return err
+		}
+		acct, err := s.store.AccountGetByID(r.Context(), paid.Quote.AccountID)
+		if err != nil {
+			return err
+		}
+		out.Account = &apiv1.Account{ID: acct.ID, Name: acct.Name, Role: string(store.RoleMember), CreatedAt: acct.CreatedAt}
+		out.Balance = &apiv1.Balance{LedgerBalanceUSD: apiv1.USD(bal.LedgerMicros), HeldUSD: apiv1.USD(bal.HeldMicros),
+			AvailableUSD: apiv1.USD(bal.AvailableMicros()), ActiveHoldCount: bal.ActiveHoldCount, OpenQuoteCount: bal.OpenQuoteCount}
+	}
+	w.Header().Set(paid.Header, paid.HeaderValue)
+	writeJSON(w, status, out)
 	return nil
 }
 

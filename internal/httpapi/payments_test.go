@@ -412,11 +412,14 @@ func TestPayMPP(t *testing.T) {
 		if led := ledgerOf(t, p.c, "?entry_type=mpp_topup"); led.Total != 1 || led.Entries[0].AmountUSD != 750_000 {
 			t.Errorf("ledger: got %+v, want one mpp_topup of 0.75", led)
 		}
-		// Replay on the pay path: 200.
+		// Replay on the pay path: 200 with the settlement only. Without
+		// the account's bearer a copy of the credential learns nothing of
+		// the account now (issue 28): no balance, no account.
 		var rep apiv1.SettleResponse
 		p.payMPP(t, payPath(tr.Quote.ID), cred).JSON(t, http.StatusOK, &rep)
-		if !rep.Replay || rep.Balance.LedgerBalanceUSD != 750_000 {
-			t.Errorf("replay: got %+v", rep)
+		if !rep.Replay || rep.Quote.ID != tr.Quote.ID || rep.Payment.Transaction != paid.Payment.Transaction ||
+			rep.Balance != nil || rep.Account != nil {
+			t.Errorf("replay without a bearer: got %+v, want the settlement only", rep)
 		}
 		// A credential for another quote on this URL: 422.
 		tr2, _ := p.topup(t, 1)
@@ -655,8 +658,11 @@ func TestPayReconcileAfterLostSettle(t *testing.T) {
 		}
 		var rep apiv1.SettleResponse
 		p.payMPP(t, payPath(tr.Quote.ID), cred).JSON(t, http.StatusOK, &rep)
-		if !rep.Replay || rep.Quote.Status != "paid" || rep.Balance.LedgerBalanceUSD != 7_000_000 {
-			t.Errorf("retry after reconcile: got %+v", rep)
+		if !rep.Replay || rep.Quote.Status != "paid" || rep.Balance != nil {
+			t.Errorf("retry after reconcile: got %+v, want the settlement only (no bearer)", rep)
+		}
+		if bal := balanceAgrees(t, p.c); bal.LedgerBalanceUSD != 7_000_000 {
+			t.Errorf("balance after reconcile: got %+v, want 7", bal)
 		}
 		// Without a restart, the payer's own retry finishes it too.
 		tr2, _ := p.topup(t, 1)

@@ -54,6 +54,7 @@ func (s *Server) routes() []route {
 		{"POST", "/api/v1/auth/register", public, s.register},
 		{"POST", "/api/v1/auth/wallet/challenge", public, s.walletChallenge},
 		{"POST", "/api/v1/auth/wallet/verify", public, s.walletVerify},
+		{"POST", "/api/v1/auth/logout", readOnly, s.logout},
 		{"POST", "/api/v1/waitlist", public, s.waitlistJoin},
 
 		// Feedback (no auth; a valid token ties the report to its account).

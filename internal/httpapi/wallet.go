@@ -21,7 +21,7 @@ func addressKey(a string) string { return strings.ToLower(strings.TrimSpace(a)) 
 
 func (s *Server) walletChallenge(w http.ResponseWriter, r *http.Request) error {
 	var body apiv1.WalletChallengeRequest
-	if err := s.rateLimit(w, "sign-in", limitCheck{s.limitIP, s.clientIP(r), "client_ip"}); err != nil {
+	if err := s.rateLimit(w, "sign-in", limitCheck{s.limitIP, s.clientKey(r), "client_ip"}); err != nil {
 		return err
 	}
 	if _, err := decodeJSON(w, r, &body, false); err != nil {
@@ -45,7 +45,7 @@ func challengeView(c *store.WalletChallenge) apiv1.WalletChallenge {
 
 func (s *Server) walletVerify(w http.ResponseWriter, r *http.Request) error {
 	var body apiv1.WalletVerifyRequest
-	if err := s.rateLimit(w, "sign-in", limitCheck{s.limitIP, s.clientIP(r), "client_ip"}); err != nil {
+	if err := s.rateLimit(w, "sign-in", limitCheck{s.limitIP, s.clientKey(r), "client_ip"}); err != nil {
 		return err
 	}
 	if _, err := decodeJSON(w, r, &body, false); err != nil {
@@ -67,5 +67,15 @@ func (s *Server) walletVerify(w http.ResponseWriter, r *http.Request) error {
 		Session: apiv1.Session{ID: in.Session.ID, ExpiresAt: in.Session.ExpiresAt, CreatedAt: in.Session.CreatedAt},
 		Token:   in.Token,
 	})
+	return nil
+}
+
+// logout revokes the wallet session that authenticated the request
+// (POST /api/v1/auth/logout): 204, and the token is refused from then on.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
+	if err := s.auth.Logout(r.Context(), r.Header.Get("Authorization")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

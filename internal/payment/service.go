@@ -529,11 +529,20 @@ func (s *Service) settle(ctx context.Context, q *store.Quote, st *store.Settleme
 	if err := json.Unmarshal(st.Request, &req); err != nil {
 		return nil, fmt.Errorf("settlement %s request: %w", st.ID, err)
 	}
+	// Only a settlement this service sent before can have been spent by
+	// that earlier try; a fresh one that the facilitator calls spent was
+	// spent elsewhere, and asking the chain about it would let anyone make
+	// the service search the chain's history for an authorization of
+	// their choosing.
+	sentBefore := st.SentAt != nil
+	if err := s.store.SettlementMarkSent(ctx, st.ID, s.clock.Now()); err != nil {
+		return nil, fmt.Errorf("record settlement %s sent: %w", st.ID, err)
+	}
 	res, raw, err := s.fac.Settle(ctx, &req)
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	if !res.Success && nonceUsed(res) {
+	if !res.Success && nonceUsed(res) && sentBefore {
 		// Spent already: by this settlement when an earlier try's answer
 		// was lost (a crash, a timeout), which the chain can tell.
 		if s.chain == nil {

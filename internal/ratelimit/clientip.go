@@ -81,3 +81,29 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 	}
 	return false
 }
+
+// ipv6ClientBits is the prefix an IPv6 client is limited by: a /64 is what
+// one subscriber (a home line, a VPS) is routed, and SLAAC and privacy
+// addresses let its owner rotate through 2^64 addresses of it at will.
+const ipv6ClientBits = 64
+
+// Key is the key an address is limited by: an IPv4 address as it is, an
+// IPv6 address as its /64 ("2001:db8:1:2::/64"), so that a client rotating
+// addresses within its /64 shares one bucket. An IPv4-mapped IPv6 address
+// is IPv4. Anything unparsable is its own key.
+func Key(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	a = a.Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	return netip.PrefixFrom(a.WithZone(""), ipv6ClientBits).Masked().String()
+}
+
+// ClientKey is Key of ClientIP: what a request is rate limited by.
+func ClientKey(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) string {
+	return Key(ClientIP(remoteAddr, forwardedFor, trusted))
+}

@@ -98,3 +98,39 @@ func TestClientIP(t *testing.T) {
 		})
 	}
 }
+
+func TestKeyIPv6PerSlash64(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"203.0.113.9":                      "203.0.113.9",
+		"::ffff:203.0.113.9":               "203.0.113.9",
+		"2001:db8:1:2::1":                  "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff:eeee:dddd:cccc": "2001:db8:1:2::/64",
+		"2001:db8:1:3::1":                  "2001:db8:1:3::/64",
+		"fe80::1%eth0":                     "fe80::/64",
+		"not-an-ip":                        "not-an-ip",
+	} {
+		if got := Key(in); got != want {
+			t.Errorf("Key(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// Through a trusted proxy the forwarded client's /64 is the key.
+	trusted, _ := ParsePrefixes([]string{"10.0.0.1"})
+	if got := ClientKey("10.0.0.1:80", []string{"2001:db8:9:9:1:2:3:4"}, trusted); got != "2001:db8:9:9::/64" {
+		t.Errorf("ClientKey through a proxy = %q", got)
+	}
+	// One limiter: a client rotating addresses in its /64 shares a bucket.
+	k := NewKeyed(2)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, ip := range []string{"2001:db8:1:2::1", "2001:db8:1:2::2"} {
+		if ok, _ := k.Allow(Key(ip), now); !ok {
+			t.Fatalf("request %d refused", i+1)
+		}
+	}
+	if ok, _ := k.Allow(Key("2001:db8:1:2:abcd::3"), now); ok {
+		t.Error("a third address of the same /64 was allowed past a limit of 2")
+	}
+	if ok, _ := k.Allow(Key("2001:db8:1:3::1"), now); !ok {
+		t.Error("another /64 was refused")
+	}
+}

@@ -58,6 +58,7 @@ type Querier interface {
 	ContactStore
 	ArtifactStore
 	RetentionStore
+	ExpiryStore
 	LeaseStore
 	HostStore
 	SharedValueStore

@@ -58,6 +58,9 @@ type WalletStore interface {
 	// WalletCreate records a wallet; ErrConflict when it exists.
 	WalletCreate(ctx context.Context, w *Wallet) error
 	WalletSessionCreate(ctx context.Context, s *WalletSession) error
+	// WalletSessionRevoke deletes the session whose secret hashes to hash
+	// (a logout); ErrNotFound when there is none.
+	WalletSessionRevoke(ctx context.Context, hash string) error
 	// PrincipalGetBySessionHash resolves a session secret's hash to a
 	// principal acting as a member of the wallet's account; sessions
 	// expired at now are not found.
@@ -85,8 +88,12 @@ type Settlement struct {
 	Response        []byte // facilitator settle answer JSON
 	TransactionHash string
 	LedgerEntryID   string
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// SentAt is when the settlement was first sent to the facilitator's
+	// /settle; nil while it never was. Only a settlement sent before may
+	// be looked up on the chain (a lost answer), never a fresh one.
+	SentAt    *time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // SettlementFinishParams ends a pending settlement.
@@ -120,6 +127,10 @@ type PaymentStore interface {
 	// SettlementFinish ends a pending settlement (or turns a failed one
 	// settled: the facilitator's success wins); ErrConflict otherwise.
 	SettlementFinish(ctx context.Context, p *SettlementFinishParams) (*Settlement, error)
+	// SettlementMarkSent records that a settlement is being sent to the
+	// facilitator's /settle (the first time only: a later call keeps the
+	// first time).
+	SettlementMarkSent(ctx context.Context, id string, now time.Time) error
 	// SettlementListPending lists pending settlements, oldest first.
 	SettlementListPending(ctx context.Context, limit int) ([]*Settlement, error)
 }

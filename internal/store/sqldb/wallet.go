@@ -95,12 +95,13 @@ func scanSettlement(s scanner) (*store.Settlement, error) {
 	var st store.Settlement
 	var req, resp string
 	var created, updated int64
+	var sent sql.NullInt64
 	if err := s.Scan(&st.ID, &st.QuoteID, &st.AccountID, &st.Protocol, &st.Status, &st.Payer, &st.Nonce,
-		&st.CredentialKey, &req, &resp, &st.TransactionHash, &st.LedgerEntryID, &created, &updated); err != nil {
+		&st.CredentialKey, &req, &resp, &st.TransactionHash, &st.LedgerEntryID, &sent, &created, &updated); err != nil {
 		return nil, err
 	}
 	st.Request, st.Response = []byte(req), []byte(resp)
-	st.CreatedAt, st.UpdatedAt = fromMicros(created), fromMicros(updated)
+	st.SentAt, st.CreatedAt, st.UpdatedAt = fromNullMicros(sent), fromMicros(created), fromMicros(updated)
 	return &st, nil
 }
 
@@ -139,4 +140,22 @@ func (q *queries) SettlementListPending(ctx context.Context, limit int) ([]*stor
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+func (q *queries) SettlementMarkSent(ctx context.Context, id string, now time.Time) error {
+	_, err := q.write.ExecContext(ctx, q.sql("SettlementMarkSent"), id, micros(now))
+	return q.mapErr(err)
+}
+
+func (q *queries) WalletSessionRevoke(ctx context.Context, hash string) error {
+	res, err := q.write.ExecContext(ctx, q.sql("WalletSessionRevoke"), hash)
+	if err != nil {
+		return q.mapErr(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
 }

@@ -14,6 +14,9 @@ import (
 var paymentTests = map[string]func(*testing.T, store.Store){
 	"WalletChallengesAndSessions": testWalletChallengesAndSessions,
 	"Settlements":                 testSettlements,
+	"SessionRevoke":               testSessionRevoke,
+	"ExpiredPurge":                testExpiredPurge,
+	"SettlementSent":              testSettlementSent,
 }
 
 func testWalletChallengesAndSessions(t *testing.T, s store.Store) {
@@ -135,5 +138,135 @@ func testSettlements(t *testing.T, s store.Store) {
 	}
 	if _, err := s.QuotePay(ctx(t), &store.QuotePayParams{ID: q.ID, Now: t0}); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("paying twice: got %v, want ErrConflict", err)
+	}
+}
+
+func testSessionRevoke(t *testing.T, s store.Store) {
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "logout"})
+	addr := "0x" + strings.Repeat("cd", 20)
+	for _, secret := range []string{"fls_keep", "fls_gone"} {
+		if err := s.WalletSessionCreate(ctx(t), &store.WalletSession{ID: id.New("ses_"), AccountID: a.ID, Chain: "base", Address: addr,
+			SecretHash: id.Hash(secret), ExpiresAt: t0.Add(24 * time.Hour), CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.WalletSessionRevoke(ctx(t), id.Hash("fls_gone")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PrincipalGetBySessionHash(ctx(t), id.Hash("fls_gone"), t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("revoked session: got %v, want ErrNotFound", err)
+	}
+	if _, err := s.PrincipalGetBySessionHash(ctx(t), id.Hash("fls_keep"), t0); err != nil {
+		t.Errorf("the account's other session: got %v, want it to still work", err)
+	}
+	if err := s.WalletSessionRevoke(ctx(t), id.Hash("fls_gone")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("revoking twice: got %v, want ErrNotFound", err)
+	}
+}
+
+func testExpiredPurge(t *testing.T, s store.Store) {
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "purged"})
+	addr := "0x" + strings.Repeat("ef", 20)
+	// Challenges: two expired (one used), one live.
+	var challenges []string
+	for i, exp := range []time.Duration{-time.Minute, -time.Second, time.Minute} {
+		c := &store.WalletChallenge{ID: id.New(id.Challenge), Chain: "base", Address: addr, Nonce: "n", Message: "m",
+			Status: store.ChallengeOpen, ExpiresAt: t0.Add(exp), CreatedAt: t0.Add(exp - 5*time.Minute)}
+		if err := s.WalletChallengeCreate(ctx(t), c); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if err := s.WalletChallengeUse(ctx(t), &store.WalletChallengeUseParams{ID: c.ID, Now: t0.Add(-2 * time.Minute)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		challenges = append(challenges, c.ID)
+	}
+	// A batch of one takes the oldest; the next batch the other expired.
+	if n, err := s.WalletChallengePurgeExpired(ctx(t), t0, 1); err != nil || n != 1 {
+		t.Fatalf("first batch: got %d, %v; want 1", n, err)
+	}
+	if _, err := s.WalletChallengeGet(ctx(t), challenges[0]); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("oldest expired challenge after the first batch: got %v, want ErrNotFound", err)
+	}
+	if n, err := s.WalletChallengePurgeExpired(ctx(t), t0, 10); err != nil || n != 1 {
+		t.Errorf("second batch: got %d, %v; want 1", n, err)
+	}
+	if _, err := s.WalletChallengeGet(ctx(t), challenges[2]); err != nil {
+		t.Errorf("live challenge: got %v, want it kept", err)
+	}
+
+	// Sessions: one expired, one live.
+	for secret, exp := range map[string]time.Duration{"fls_old": -time.Hour, "fls_new": time.Hour} {
+		if err := s.WalletSessionCreate(ctx(t), &store.WalletSession{ID: id.New("ses_"), AccountID: a.ID, Chain: "base", Address: addr,
+			SecretHash: id.Hash(secret), ExpiresAt: t0.Add(exp), CreatedAt: t0.Add(exp - 24*time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.WalletSessionPurgeExpired(ctx(t), t0, 10); err != nil || n != 1 {
+		t.Errorf("sessions: got %d, %v; want 1 purged", n, err)
+	}
+	if _, err := s.PrincipalGetBySessionHash(ctx(t), id.Hash("fls_new"), t0); err != nil {
+		t.Errorf("live session: got %v, want it kept", err)
+	}
+
+	// Quotes: expired unpaid ones go, unless a settlement names them; paid
+	// ones and live ones stay.
+	quote := func(exp time.Duration) *store.Quote {
+		q, err := s.QuoteCreate(ctx(t), &store.QuoteCreateParams{ID: id.New(id.Quote), AccountID: a.ID, QuoteType: "x402_topup",
+			AmountMicros: 1_000_000, ExpiresAt: t0.Add(exp), Now: t0.Add(exp - time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	stale, live, paid, tried := quote(-time.Hour), quote(time.Hour), quote(-time.Hour), quote(-time.Hour)
+	if _, err := s.QuotePay(ctx(t), &store.QuotePayParams{ID: paid.ID, Now: t0.Add(-90 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	stl := &store.Settlement{ID: id.New("stl_"), QuoteID: tried.ID, AccountID: a.ID, Protocol: "x402", Payer: "0xp",
+		Nonce: "0xpurge", CredentialKey: "kpurge", Request: []byte(`{}`), CreatedAt: t0.Add(-2 * time.Hour)}
+	if err := s.SettlementCreate(ctx(t), stl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SettlementFinish(ctx(t), &store.SettlementFinishParams{ID: stl.ID, Status: store.SettlementFailed, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.QuotePurgeExpired(ctx(t), t0, 10); err != nil || n != 1 {
+		t.Errorf("quotes: got %d, %v; want 1 purged", n, err)
+	}
+	if _, err := s.QuoteGetByID(ctx(t), stale.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("expired unpaid quote: got %v, want ErrNotFound", err)
+	}
+	for name, q := range map[string]*store.Quote{"live": live, "paid": paid, "settlement-named": tried} {
+		if _, err := s.QuoteGetByID(ctx(t), q.ID); err != nil {
+			t.Errorf("%s quote: got %v, want it kept", name, err)
+		}
+	}
+}
+
+func testSettlementSent(t *testing.T, s store.Store) {
+	a := tf.Account(t, s, &tf.AccountOpts{Name: "sent"})
+	q, err := s.QuoteCreate(ctx(t), &store.QuoteCreateParams{ID: id.New(id.Quote), AccountID: a.ID, QuoteType: "x402_topup",
+		AmountMicros: 1_000_000, ExpiresAt: t0.Add(time.Hour), Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &store.Settlement{ID: id.New("stl_"), QuoteID: q.ID, AccountID: a.ID, Protocol: "mpp", Payer: "0xp",
+		Nonce: "0xsent", CredentialKey: "ksent", Request: []byte(`{}`), CreatedAt: t0}
+	if err := s.SettlementCreate(ctx(t), st); err != nil {
+		t.Fatal(err)
+	}
+	if live, err := s.SettlementGetLive(ctx(t), q.ID); err != nil || live.SentAt != nil {
+		t.Fatalf("fresh settlement: got %+v, %v; want never sent", live, err)
+	}
+	for _, at := range []time.Time{t0.Add(time.Second), t0.Add(time.Minute)} {
+		if err := s.SettlementMarkSent(ctx(t), st.ID, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending, err := s.SettlementListPending(ctx(t), 10)
+	if err != nil || len(pending) != 1 || pending[0].SentAt == nil || !pending[0].SentAt.Equal(t0.Add(time.Second)) {
+		t.Errorf("after two marks: got %+v, %v; want sent at the first", pending, err)
 	}
 }

@@ -13,7 +13,7 @@ VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, '{}', '', '', $9, $9);
 
 -- name: SettlementGetLive
 SELECT id, quote_id, account_id, protocol, status, payer, nonce, credential_key, request, response, transaction_hash,
-    ledger_entry_id, created_at, updated_at
+    ledger_entry_id, sent_at, created_at, updated_at
 FROM payment_settlements WHERE quote_id = $1 AND status <> 'failed';
 
 -- name: SettlementFinish
@@ -22,9 +22,12 @@ UPDATE payment_settlements SET status = $2, response = $3, transaction_hash = $4
 -- marked failed meanwhile (a twin's refusal): money that moved wins.
 WHERE id = $1 AND (status = 'pending' OR (status = 'failed' AND $2 = 'settled'))
 RETURNING id, quote_id, account_id, protocol, status, payer, nonce, credential_key, request, response, transaction_hash,
-    ledger_entry_id, created_at, updated_at;
+    ledger_entry_id, sent_at, created_at, updated_at;
 
 -- name: SettlementListPending
 SELECT id, quote_id, account_id, protocol, status, payer, nonce, credential_key, request, response, transaction_hash,
-    ledger_entry_id, created_at, updated_at
+    ledger_entry_id, sent_at, created_at, updated_at
 FROM payment_settlements WHERE status = 'pending' ORDER BY created_at, id LIMIT $1;
+
+-- name: SettlementMarkSent
+UPDATE payment_settlements SET sent_at = COALESCE(sent_at, $2) WHERE id = $1;

@@ -95,6 +95,17 @@ func testViewerCannotWrite(t *testing.T, f *fixture) {
 			}
 			continue
 		}
+		if rt.Method == http.MethodPost && path == "/api/v1/auth/logout" {
+			// Logout revokes the presented wallet session and nothing
+			// else: a viewer API key is no session, so it is told so
+			// (422) and nothing changes.
+			before := f.state(t)
+			if env := f.viewer.Do(t, writeRequest(rt, fixtureProject, apitest.MustMatch)).Fail(t, http.StatusUnprocessableEntity); env.Code != "not_a_session" {
+				t.Errorf("viewer logout: got code %q, want not_a_session", env.Code)
+			}
+			f.unchanged(t, before, "a viewer key's logout")
+			continue
+		}
 		writes++
 		malformed := writeRequest(rt, fixtureProject, apitest.Unchecked)
 		malformed.Body = raw(`{"value": `)

@@ -17,6 +17,10 @@ type WarmKey struct {
 	CPU       float64
 	MemoryMB  int64
 	PidsLimit int64
+	// StorageBytes is the size of the filesystem a warm sandbox's
+	// writable directories are on (Spec.StorageBytes): made at boot, so
+	// that an attempt's start does not pay for it.
+	StorageBytes int64
 }
 
 // KeyOf is spec's warm key; ok is false when spec cannot use a warm sandbox:
@@ -24,7 +28,7 @@ type WarmKey struct {
 // sandbox booted ahead does not have (its mounts are fixed at boot).
 func KeyOf(spec *Spec) (key WarmKey, ok bool) {
 	return WarmKey{RootFS: spec.RootFS, CacheDir: spec.CacheDir, CPU: spec.CPU, MemoryMB: spec.MemoryMB,
-		PidsLimit: spec.PidsLimit}, !spec.Network && len(spec.Mounts) == 0
+		PidsLimit: spec.PidsLimit, StorageBytes: spec.StorageBytes}, !spec.Network && len(spec.Mounts) == 0
 }
 
 // Warmer keeps pre-started sandboxes: a host asks for n of a key once a

@@ -24,6 +24,9 @@ func Prepare(spec *Spec, owner *Owner, runner Dirs) (Dirs, error) {
 	if err := os.MkdirAll(spec.WorkDir, 0o755); err != nil {
 		return Dirs{}, fmt.Errorf("create work dir: %w", err)
 	}
+	if err := createDisk(spec); err != nil {
+		return Dirs{}, err
+	}
 	// The payload directory is root-owned and read-only to the runner; the
 	// file is world-readable because the runner is not its owner.
 	if err := os.Mkdir(d.Payload, 0o755); err != nil {

@@ -164,15 +164,21 @@ func attachLoop(image string) (*loopDev, error) {
 // detached lazily: the device is freed when the last file closes.
 func Remove(image, dir string) error {
 	var errs []error
-	if err := unix.Unmount(dir, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+	if err := unix.Unmount(dir, 0); err != nil && !notMounted(err) {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil && !notMounted(err) {
 			errs = append(errs, fmt.Errorf("unmount %s: %w", dir, err))
 		}
 	}
-	if err := os.Remove(image); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(image); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTDIR) {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// notMounted reports whether an unmount failed because nothing is mounted
+// there (or there is no such directory).
+func notMounted(err error) bool {
+	return errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
 }
 
 // Used is how many bytes of the filesystem at dir are in use (blocks, as

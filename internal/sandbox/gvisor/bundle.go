@@ -74,7 +74,7 @@ func ociSpec(p bundleParams) *specs.Spec {
 				Bounding: noCaps, Effective: noCaps, Inheritable: noCaps, Permitted: noCaps, Ambient: noCaps,
 			},
 			NoNewPrivileges: true,
-			Rlimits: rlimits(s, p.NoFile),
+			Rlimits:         rlimits(s, p.NoFile),
 		},
 		Root:     &specs.Root{Path: s.RootFS, Readonly: true},
 		Hostname: "skiff",

@@ -48,8 +48,8 @@ type payload struct {
 	NoResult     bool   `json:"no_result"`
 	FailureClass string `json:"failure_class"` // written into the result, e.g. "infra"
 
-	ResultPad  int  `json:"result_pad"` // bytes of padding added to the result to exceed caps
-	AllocMB    int  `json:"alloc_mb"`   // touch this much memory, 1 MiB at a time
+	ResultPad int `json:"result_pad"` // bytes of padding added to the result to exceed caps
+	AllocMB   int `json:"alloc_mb"`   // touch this much memory, 1 MiB at a time
 	// FillMB writes this many MiB of data to scratch/fill, 1 MiB at a
 	// time; a failed write is printed to stderr and the runner exits 28
 	// (ENOSPC's number) after writing its result.
@@ -58,7 +58,7 @@ type payload struct {
 	ManyFiles int `json:"many_files"`
 	// ForkBomb starts copies of the runner that sleep, until a start
 	// fails; it reports how many started on stdout and exits 1.
-	ForkBomb bool `json:"fork_bomb"`
+	ForkBomb   bool `json:"fork_bomb"`
 	IgnoreTerm bool `json:"ignore_term"`
 	SleepMS    int  `json:"sleep_ms"`
 	Exit       int  `json:"exit"`

@@ -32,6 +32,7 @@ const (
 	FailureHost       = "host_error"          // the host could not run it
 	FailureStart      = "start_failed"        // the command could not be started from the image
 	FailureArtifact   = "artifact_rejected"   // declared uploads broke the rules, an upload failed, or an input failed its sha256 check
+	FailureStorage    = "storage_exceeded"    // the runner used up requirements.storage_gb (ENOSPC)
 )
 
 // Decision is what an attempt's end does to its attempt and task.
@@ -97,6 +98,13 @@ func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome) Decision {
 			kind = "oom"
 		}
 		return free(store.AttemptInfra, kind, "attempt.infra_requeued")
+	case o.StorageError != "" && !o.TimedOut:
+		// The runner filled its storage quota and failed on ENOSPC: a
+		// retry with the same storage_gb would fill it again. The runner
+		// ran, so it is metered like any failure of the project's.
+		d.Attempt, d.TerminalKind, d.RetryDecision = store.AttemptFailed, "storage_exceeded", "none"
+		d.Task, d.Event, d.FailureKind = store.TaskFailed, "attempt.failed", FailureStorage
+		return d
 	case o.ArtifactError != "":
 		// Declared uploads that are absolute, escape, are symlinks or are
 		// missing fail the task whatever the exit code; a retry would
@@ -169,6 +177,8 @@ func failurePayload(kind string, o *agentproto.Outcome, command []string, cwd st
 		p.Message = "the host could not run the task"
 	case FailureArtifact:
 		p.Message = o.ArtifactError
+	case FailureStorage:
+		p.Message = o.StorageError
 	case FailureStart:
 		p.Message = "the runner could not be started: check runner_command (or the manifest's entrypoint) and that it names an executable in the image"
 	default:

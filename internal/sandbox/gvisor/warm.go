@@ -241,9 +241,9 @@ func (d *Driver) takeWarm(spec *sandbox.Spec) *warmSlot {
 	return s
 }
 
-// warmDir holds the slots' directories; beside the state dir, so that a
-// slot can be renamed to an attempt's WorkDir on the same filesystem.
-func (d *Driver) warmDir() string { return d.cfg.StateDir + ".warm" }
+// warmDir holds the slots' directories, on the work directories'
+// filesystem, so that a slot can be renamed to an attempt's WorkDir.
+func (d *Driver) warmDir() string { return d.cfg.WarmDir }
 
 // bootWarm creates and starts one sandbox for key. On error the returned
 // slot, when not nil, is what must be destroyed.

@@ -506,9 +506,9 @@ func (a *Agent) start(attemptCtx, reportCtx context.Context, asg agentproto.Assi
 		refuse = "host is shutting down"
 	} else if a.liveLocked() > a.cfg.Capacity.Slots {
 		refuse = "host has no free slot"
-	} else if a.paused != "" {
+	} else if low, why := a.cfg.DiskFree.Low(); low {
 		// A controller that does not know Paused assigned anyway.
-		refuse = "host is " + a.paused
+		refuse = "host is taking no work: " + why
 	}
 	go func() {
 		defer a.wg.Done()

@@ -104,6 +104,10 @@ type Config struct {
 	// result: writes past it fail with ENOSPC. It needs root and loop
 	// devices (the gvisor driver's hosts).
 	StorageQuota bool
+	// CacheBytes, with StorageQuota, bounds each project's cache directory
+	// (SKIFF_TASK_CACHE_DIR) on this host: a filesystem of its own of this
+	// size, kept between attempts. 0: unbounded.
+	CacheBytes int64
 	// MaxOutputFiles and MaxOutputBytes cap the artifact directory an
 	// attempt leaves; past either its outputs are refused and the task
 	// fails. 0 means the sandbox package's defaults.
@@ -304,6 +308,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.log.Warn("shutdown grace expired with reports undelivered")
 		cancelReports()
 		<-done
+	}
+	// The projects' cache filesystems stay mounted while the host runs;
+	// their images keep the caches for the next start, which mounts them
+	// again on first use.
+	if _, rerr := sandbox.ReapDisks(a.cfg.CacheRoot); rerr != nil {
+		a.log.Warn("unmounting the projects' cache filesystems", "err", rerr)
 	}
 	return err
 }

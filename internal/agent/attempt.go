@@ -211,6 +211,7 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 		Network:        asg.Network,
 		PidsLimit:      max(cfg.PidsLimit, 0),
 		StorageBytes:   at.storageBytes(),
+		CacheBytes:     at.cacheBytes(),
 		MaxOutputFiles: cfg.MaxOutputFiles,
 		MaxOutputBytes: cfg.MaxOutputBytes,
 		Timeout:        time.Duration(asg.TimeoutS) * time.Second,
@@ -269,6 +270,14 @@ func (at *attempt) storageBytes() int64 {
 		gb = DefaultStorageGB
 	}
 	return gb << 30
+}
+
+// cacheBytes is the project cache's quota, 0 when the host sets none.
+func (at *attempt) cacheBytes() int64 {
+	if !at.a.cfg.StorageQuota {
+		return 0
+	}
+	return at.a.cfg.CacheBytes
 }
 
 // FullOutputMaxBytes bounds the full output kept of one attempt.

@@ -232,6 +232,7 @@ func useWarm(f *serverFlags, driver sandbox.Driver, local *fleet.Local, dataDir 
 	if f.disk.storageQuota {
 		// The default shape's storage: made at boot, off the start path.
 		warm.StorageBytes = submit.DefaultStorageGB << 30
+		warm.CacheBytes = gib(f.disk.projectCacheGB)
 	}
 	local.UseWarm(warm)
 }

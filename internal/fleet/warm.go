@@ -26,6 +26,8 @@ type WarmConfig struct {
 	// agent sets them on the attempts' specs.
 	PidsLimit    int64
 	StorageBytes int64
+	// CacheBytes is the project cache's quota (agent.Config.CacheBytes).
+	CacheBytes int64
 }
 
 // UseWarm makes Prepare keep warm sandboxes; call it before the host
@@ -40,7 +42,7 @@ func (l *Local) UseWarm(c WarmConfig) {
 // with the default limits uses (the agent's spec for it).
 func (c *WarmConfig) warmKey(projectID, rootFS string) sandbox.WarmKey {
 	return sandbox.WarmKey{RootFS: rootFS, CacheDir: filepath.Join(c.CacheRoot, projectID), CPU: c.CPU, MemoryMB: c.MemoryMB,
-		PidsLimit: c.PidsLimit, StorageBytes: c.StorageBytes}
+		PidsLimit: c.PidsLimit, StorageBytes: c.StorageBytes, CacheBytes: c.CacheBytes}
 }
 
 // Drop destroys the project's warm sandboxes on the host (the project was

@@ -31,6 +31,28 @@ func createDisk(spec *Spec) error {
 	return nil
 }
 
+// ensureCacheDisk mounts the project's cache filesystem at spec.CacheDir
+// (making it on first use) when spec asks for one. The image sits beside
+// the directory, as <CacheDir>.img.
+func ensureCacheDisk(spec *Spec) error {
+	if spec.CacheBytes <= 0 {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(spec.CacheDir), 0o700); err != nil {
+		return fmt.Errorf("create cache root: %w", err)
+	}
+	err := diskquota.Ensure(context.Background(), diskquota.Options{
+		Image: spec.CacheDir + diskquota.ImageSuffix,
+		Mount: spec.CacheDir,
+		Bytes: max(spec.CacheBytes, diskquota.MinBytes),
+		Mkfs:  mkfsPath(),
+	})
+	if err != nil {
+		return fmt.Errorf("project cache quota: %w", err)
+	}
+	return nil
+}
+
 // mkfsPath finds mkfs.ext4, which is in /sbin or /usr/sbin, directories a
 // service's PATH may lack.
 func mkfsPath() string {

@@ -74,6 +74,12 @@ type Spec struct {
 	// CacheDir is a host directory shared by the project's attempts on this
 	// host (SKIFF_TASK_CACHE_DIR). It is created if missing.
 	CacheDir string
+	// CacheBytes, when above 0, makes CacheDir a filesystem of its own of
+	// this size (an image beside it, made on first use and kept mounted
+	// for the project's later attempts): what the project's attempts
+	// leave in their cache is bounded like their scratch. 0 leaves it on
+	// the host's filesystem.
+	CacheBytes int64
 	// Mounts are further host paths bind-mounted into the sandbox (data
 	// sources, cache mounts). Drivers without a mount namespace refuse
 	// them.

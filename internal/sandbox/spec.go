@@ -54,7 +54,7 @@ func (s *Spec) Validate() error {
 		}
 	}
 	if s.CPU < 0 || s.MemoryMB < 0 || s.PidsLimit < 0 || s.Timeout < 0 || s.MaxResultBytes < 0 ||
-		s.StorageBytes < 0 || s.MaxOutputFiles < 0 || s.MaxOutputBytes < 0 {
+		s.StorageBytes < 0 || s.CacheBytes < 0 || s.MaxOutputFiles < 0 || s.MaxOutputBytes < 0 {
 		errs = append(errs, errors.New("limits: must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -46,6 +46,9 @@ func Prepare(spec *Spec, owner *Owner, runner Dirs) (Dirs, error) {
 			return Dirs{}, err
 		}
 	}
+	if err := ensureCacheDisk(spec); err != nil {
+		return Dirs{}, err
+	}
 	if err := os.MkdirAll(d.Cache, 0o700); err != nil {
 		return Dirs{}, fmt.Errorf("create cache dir: %w", err)
 	}

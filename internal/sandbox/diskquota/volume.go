@@ -25,8 +25,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MountDirName is the directory under which a volume is mounted, and
-// ImageSuffix is added to it for the image file beside it.
+// ImageSuffix names a volume's image beside its mount point when a
+// caller keeps them side by side (<dir>.img).
 const ImageSuffix = ".img"
 
 // Options describe one volume.
@@ -220,4 +220,47 @@ func Free(dir string) (bytes int64, inodes uint64, err error) {
 		return 0, 0, err
 	}
 	return int64(st.Bavail) * st.Bsize, st.Ffree, nil
+}
+
+// Ensure makes sure a volume is mounted at o.Mount: it mounts the image
+// when it exists (a cache kept across host restarts and reboots), creates
+// it when it does not, and does nothing when the volume is mounted
+// already. Concurrent callers (attempts of one project starting together)
+// are serialised by a lock file beside the image. A directory already at
+// o.Mount is mounted over.
+func Ensure(ctx context.Context, o Options) error {
+	lock, err := os.OpenFile(o.Image+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("lock disk image: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("lock disk image: %w", err)
+	}
+	if mounted, err := isMountPoint(o.Mount); err != nil || mounted {
+		return err
+	}
+	if _, err := os.Stat(o.Image); err == nil {
+		if err := os.MkdirAll(o.Mount, 0o700); err != nil {
+			return fmt.Errorf("create mount point: %w", err)
+		}
+		return mount(o.Image, o.Mount)
+	}
+	return Create(ctx, o)
+}
+
+// isMountPoint reports whether dir is the root of a filesystem other than
+// its parent's. A missing dir is not.
+func isMountPoint(dir string) (bool, error) {
+	var st, parent unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return false, nil
+		}
+		return false, err
+	}
+	if err := unix.Lstat(filepath.Dir(dir), &parent); err != nil {
+		return false, err
+	}
+	return st.Dev != parent.Dev, nil
 }

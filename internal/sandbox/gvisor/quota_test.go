@@ -153,3 +153,32 @@ func TestGVisorTooManyOutputFiles(t *testing.T) {
 		t.Errorf("%d artifacts listed past the cap", len(out.Artifacts))
 	}
 }
+
+// The project's cache directory is a filesystem of its own, made by the
+// first attempt and kept for the next: a write past its size fails with
+// ENOSPC, and what an attempt left there is still there for the next one.
+func TestGVisorProjectCacheQuota(t *testing.T) {
+	d, f := newTestDriver(t)
+	marker := sandbox.ContainerDirs().Cache + "/marker"
+	first := f.Spec(t, sandboxtest.Payload{WriteFile: []string{marker}, FillMB: 40, FillCache: true})
+	first.CacheBytes = 32 << 20
+	t.Cleanup(func() {
+		if err := diskquota.Remove(first.CacheDir+diskquota.ImageSuffix, first.CacheDir); err != nil {
+			t.Errorf("remove cache volume: %v", err)
+		}
+	})
+	out := run(t, d, first)
+	if out.ExitCode != 28 {
+		t.Errorf("filling a 32 MiB cache with 40 MiB: exit %d, want 28 (ENOSPC)", out.ExitCode)
+	}
+	// The next attempt finds what the first left in the cache.
+	second := f.Spec(t, sandboxtest.Payload{ReadFile: []string{marker}})
+	second.CacheDir, second.CacheBytes = first.CacheDir, first.CacheBytes
+	out = run(t, d, second)
+	if r := sandboxtest.DecodeReport(t, out.Result); r.Reads[marker] != "x" {
+		t.Errorf("the next attempt read %q from the cache, want the first's \"x\"", r.Reads[marker])
+	}
+	if free, _, err := diskquota.Free(first.CacheDir); err != nil || free > 2<<20 {
+		t.Errorf("the cache volume has %d bytes free (%v), want it still mounted and full", free, err)
+	}
+}

@@ -253,7 +253,7 @@ func (d *Driver) bootWarm(key sandbox.WarmKey) (*warmSlot, error) {
 	s := &warmSlot{id: "warm-" + strings.ToLower(rand.Text()[:16]), pidfd: -1}
 	s.dir = filepath.Join(d.warmDir(), s.id)
 	spec := sandbox.Spec{AttemptID: s.id, RootFS: key.RootFS, CacheDir: key.CacheDir, CPU: key.CPU,
-		MemoryMB: key.MemoryMB, PidsLimit: key.PidsLimit, StorageBytes: key.StorageBytes, WorkDir: s.dir,
+		MemoryMB: key.MemoryMB, PidsLimit: key.PidsLimit, StorageBytes: key.StorageBytes, CacheBytes: key.CacheBytes, WorkDir: s.dir,
 		Args: []string{sandbox.ContainerDirs().Scratch + "/" + warmInitName}}
 	host, err := sandbox.PrepareEmpty(&spec, &sandbox.Owner{UID: RunnerUID, GID: RunnerGID}, sandbox.ContainerDirs())
 	if err != nil {

@@ -54,6 +54,8 @@ type payload struct {
 	// time; a failed write is printed to stderr and the runner exits 28
 	// (ENOSPC's number) after writing its result.
 	FillMB int `json:"fill_mb"`
+	// FillCache writes the FillMB to the cache directory instead.
+	FillCache bool `json:"fill_cache"`
 	// ManyFiles creates this many empty files in the artifact directory.
 	ManyFiles int `json:"many_files"`
 	// ForkBomb starts copies of the runner that sleep, until a start
@@ -206,7 +208,11 @@ func run() error {
 	}
 	var fillErr error
 	if p.FillMB > 0 {
-		fillErr = fill(filepath.Join(os.Getenv("SKIFF_TASK_SCRATCH_DIR"), "fill"), p.FillMB)
+		dir := os.Getenv("SKIFF_TASK_SCRATCH_DIR")
+		if p.FillCache {
+			dir = os.Getenv("SKIFF_TASK_CACHE_DIR")
+		}
+		fillErr = fill(filepath.Join(dir, "fill"), p.FillMB)
 		if fillErr != nil {
 			fmt.Fprintln(os.Stderr, "fill:", fillErr)
 		}

@@ -23,7 +23,9 @@ func TestAgentTakesNoWorkUnderTheDiskWatermark(t *testing.T) {
 	free.Store(1 << 30)
 	startAgent(t, fc, processDriver(t), img, func(c *agent.Config) {
 		c.DiskFree = &diskfree.Checker{Dir: c.WorkRoot, Min: diskfree.Watermark{Bytes: 2 << 30},
-			Stat: func(string) (diskfree.Reading, error) { return diskfree.Reading{Free: free.Load(), Total: 100 << 30}, nil }}
+			Stat: func(string) (diskfree.Reading, error) {
+				return diskfree.Reading{Free: free.Load(), Total: 100 << 30}, nil
+			}}
 	})
 	paused := func() string {
 		deadline := time.Now().Add(30 * time.Second)

@@ -181,16 +181,6 @@ func notMounted(err error) bool {
 	return errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
 }
 
-// Used is how many bytes of the filesystem at dir are in use (blocks, as
-// statfs counts them).
-func Used(dir string) (int64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, err
-	}
-	return int64(st.Blocks-st.Bfree) * st.Bsize, nil
-}
-
 // Full reports whether the filesystem at dir has (almost) no room left:
 // less than 1% of its size (at least 1 MiB, at most 64 MiB) free, or no
 // free inode. A write that fails with ENOSPC leaves the room smaller than

@@ -20,6 +20,7 @@ import (
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/gpu"
+	"github.com/skiffhq/skiff/internal/diskfree"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/sandbox"
 )
@@ -55,6 +56,13 @@ const (
 	DefaultMaxBackoff       = 30 * time.Second
 	DefaultProgressInterval = time.Second
 	DefaultShutdownGrace    = 30 * time.Second
+	// DefaultPidsLimit bounds an attempt's processes and threads: enough
+	// for thread pools and build tools, few enough that a fork bomb ends
+	// as a failed attempt.
+	DefaultPidsLimit = 1024
+	// DefaultStorageGB is requirements.storage_gb's default, used for an
+	// assignment that names none.
+	DefaultStorageGB = 10
 )
 
 // Config configures an Agent.
@@ -99,6 +107,28 @@ type Config struct {
 	CacheMountMaxBytes int64
 	// Slots is how many attempts run at once; 0 means runtime.NumCPU().
 	Slots int
+
+	// PidsLimit caps the processes and threads of each attempt; 0 means
+	// DefaultPidsLimit, a negative value no limit.
+	PidsLimit int64
+	// StorageQuota gives each attempt a filesystem of its own of
+	// requirements.storage_gb (the assignment's StorageGB, or
+	// DefaultStorageGB when it has none) for its scratch, outputs and
+	// result: writes past it fail with ENOSPC. It needs root and loop
+	// devices (the gvisor driver's hosts).
+	StorageQuota bool
+	// CacheBytes, with StorageQuota, bounds each project's cache directory
+	// (SKIFF_TASK_CACHE_DIR) on this host: a filesystem of its own of this
+	// size, kept between attempts. 0: unbounded.
+	CacheBytes int64
+	// MaxOutputFiles and MaxOutputBytes cap the artifact directory an
+	// attempt leaves; past either its outputs are refused and the task
+	// fails. 0 means the sandbox package's defaults.
+	MaxOutputFiles int
+	MaxOutputBytes int64
+	// DiskFree is WorkRoot's free-disk watermark: under it the host takes
+	// no new work and says why in its lease requests. Nil checks nothing.
+	DiskFree *diskfree.Checker
 	// Profile describes the host; the zero value means DetectProfile().
 	Profile agentproto.ResourceProfile
 	// Capacity is what the host offers tasks; zero fields default to the
@@ -177,6 +207,7 @@ type Agent struct {
 	mu       sync.Mutex
 	hostID   string
 	running  map[string]*attempt
+	paused   string         // why the last lease asked for no work, "" when it did
 	wg       sync.WaitGroup // attempt goroutines (run and report)
 	shutdown bool
 }
@@ -223,6 +254,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.PidsLimit == 0 {
+		cfg.PidsLimit = DefaultPidsLimit
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System{}
@@ -274,6 +308,7 @@ func (a *Agent) HostID() string {
 // the running attempts, waits up to ShutdownGrace for their finished
 // reports, and returns ctx's error.
 func (a *Agent) Run(ctx context.Context) error {
+	a.clearWorkRoot()
 	// Reports outlive ctx by the shutdown grace, so that attempts killed
 	// by the shutdown are still reported.
 	reportCtx, cancelReports := context.WithCancel(context.WithoutCancel(ctx))
@@ -302,7 +337,34 @@ func (a *Agent) Run(ctx context.Context) error {
 		cancelReports()
 		<-done
 	}
+	// The projects' cache filesystems stay mounted while the host runs;
+	// their images keep the caches for the next start, which mounts them
+	// again on first use.
+	if _, rerr := sandbox.ReapDisks(a.cfg.CacheRoot); rerr != nil {
+		a.log.Warn("unmounting the projects' cache filesystems", "err", rerr)
+	}
 	return err
+}
+
+// clearWorkRoot removes what an earlier run of this host left in the work
+// root (it crashed, or was killed, with attempts running): their storage
+// filesystems are unmounted, which frees their loop devices, and their
+// directories go. Nothing runs yet, so nothing there is in use.
+func (a *Agent) clearWorkRoot() {
+	if n, err := sandbox.ReapDisks(a.cfg.WorkRoot); err != nil {
+		a.log.Warn("unmounting attempts' disks left by an earlier run", "err", err)
+	} else if n > 0 {
+		a.log.Info("unmounted attempts' disks left by an earlier run", "count", n)
+	}
+	entries, err := os.ReadDir(a.cfg.WorkRoot)
+	if err != nil {
+		return // not made yet
+	}
+	for _, e := range entries {
+		if err := sandbox.RemoveWorkDir(filepath.Join(a.cfg.WorkRoot, e.Name())); err != nil {
+			a.log.Warn("removing an attempt's directory left by an earlier run", "name", e.Name(), "err", err)
+		}
+	}
 }
 
 func (a *Agent) loop(ctx, attemptCtx, reportCtx context.Context) error {
@@ -395,7 +457,28 @@ func (a *Agent) leaseRequest(wait time.Duration) *agentproto.LeaseRequest {
 	free.MemoryMB = max(free.MemoryMB, 0)
 	free.GPUs = max(free.GPUs, 0)
 	free.Slots = max(free.Slots, 0)
-	return &agentproto.LeaseRequest{HostID: a.hostID, Free: free, Running: ids, WaitS: int(wait / time.Second)}
+	return &agentproto.LeaseRequest{HostID: a.hostID, Free: free, Running: ids, WaitS: int(wait / time.Second),
+		Paused: a.pausedLocked()}
+}
+
+// pausedLocked checks the work dir's free-disk watermark before each lease
+// request: under it the host asks for no work, says why, and logs it once
+// per change. The caller holds a.mu.
+func (a *Agent) pausedLocked() string {
+	low, why := a.cfg.DiskFree.Low()
+	if !low {
+		if a.paused != "" {
+			a.log.Info("work dir back over the free-disk watermark; taking work again")
+		}
+		a.paused = ""
+		return ""
+	}
+	reason := "taking no work: " + why
+	if a.paused == "" {
+		a.log.Warn("work dir under the free-disk watermark; taking no work until space is freed", "why", why)
+	}
+	a.paused = reason
+	return reason
 }
 
 // liveLocked counts the attempts whose sandboxes have not ended, the ones
@@ -463,6 +546,9 @@ func (a *Agent) start(attemptCtx, reportCtx context.Context, asg agentproto.Assi
 		refuse = "host is shutting down"
 	} else if a.liveLocked() > a.cfg.Capacity.Slots {
 		refuse = "host has no free slot"
+	} else if low, why := a.cfg.DiskFree.Low(); low {
+		// A controller that does not know Paused assigned anyway.
+		refuse = "host is taking no work: " + why
 	}
 	go func() {
 		defer a.wg.Done()

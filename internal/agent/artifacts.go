@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -160,7 +161,18 @@ func (at *attempt) resolveInputs(ctx context.Context) ([]sandbox.Input, error) {
 		key = scope + "/" + key
 		p, err := at.a.inputs.get(ctx, key, func(w io.Writer) (string, error) {
 			at.a.inputFetches.Add(1)
-			return in.SHA256, tr.FetchInput(ctx, at.asg.AttemptID, in, w)
+			// Stopped at the size the controller declares for it, so a
+			// source that sends more (an external URL behind the
+			// controller) cannot fill the host's disk.
+			limit := in.Size
+			if in.URL != "" {
+				// An external input is registered without a size: it
+				// may be as large as the task's storage quota (none
+				// without one).
+				limit = cmp.Or(at.storageBytes(), -1)
+			}
+			return in.SHA256, boundedFetch(ctx, "input "+in.ID, w, limit, InputIdleTimeout, InputFetchTimeout,
+				func(ctx context.Context, w io.Writer) error { return tr.FetchInput(ctx, at.asg.AttemptID, in, w) })
 		})
 		if err != nil {
 			return nil, fmt.Errorf("fetch input %s: %w", in.ID, err)

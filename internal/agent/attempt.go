@@ -93,7 +93,7 @@ func (at *attempt) run(ctx context.Context, refuse string) {
 	at.a.mu.Unlock()
 	at.rep.finish(o, out.tail())
 	if at.workDir != "" {
-		if err := os.RemoveAll(at.workDir); err != nil {
+		if err := sandbox.RemoveWorkDir(at.workDir); err != nil {
 			log.Warn("remove work dir", "err", err)
 		}
 	}
@@ -211,6 +211,11 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 		CPU:            asg.CPU,
 		MemoryMB:       asg.MemoryMB,
 		Network:        asg.Network,
+		PidsLimit:      max(cfg.PidsLimit, 0),
+		StorageBytes:   at.storageBytes(),
+		CacheBytes:     at.cacheBytes(),
+		MaxOutputFiles: cfg.MaxOutputFiles,
+		MaxOutputBytes: cfg.MaxOutputBytes,
 		Timeout:        time.Duration(asg.TimeoutS) * time.Second,
 		Stdout:         out.stdoutWriter(),
 		Stderr:         out.stderrWriter(),
@@ -252,10 +257,37 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 			o.ResultRejected = "result file is not valid JSON"
 		}
 	}
-	if transfers && !so.Killed {
+	if so.StorageExceeded {
+		o.StorageError = fmt.Sprintf("the task used up its storage quota of %d GiB (requirements.storage_gb): writes past it failed with \"no space left on device\"; ask for more storage_gb or write less to the scratch and artifact directories", spec.StorageBytes>>30)
+	}
+	if so.OutputRejected != "" {
+		o.ArtifactError = "outputs refused: " + so.OutputRejected
+	}
+	if transfers && !so.Killed && so.OutputRejected == "" {
 		at.uploadOutputs(context.WithoutCancel(ctx), o, so, sandbox.HostDirs(&spec), logPath, out.needsFull())
 	}
 	return o, nil
+}
+
+// storageBytes is the attempt's storage quota in bytes, 0 when the host
+// sets none.
+func (at *attempt) storageBytes() int64 {
+	if !at.a.cfg.StorageQuota {
+		return 0
+	}
+	gb := at.asg.StorageGB
+	if gb <= 0 {
+		gb = DefaultStorageGB
+	}
+	return gb << 30
+}
+
+// cacheBytes is the project cache's quota, 0 when the host sets none.
+func (at *attempt) cacheBytes() int64 {
+	if !at.a.cfg.StorageQuota {
+		return 0
+	}
+	return at.a.cfg.CacheBytes
 }
 
 // FullOutputMaxBytes bounds the full output kept of one attempt.

@@ -236,6 +236,11 @@ type LeaseRequest struct {
 	// WaitS is how long the controller may hold the request when it has
 	// nothing to say (long-poll); 0 means answer at once.
 	WaitS int `json:"wait_s"`
+	// Paused, when set, says why the host takes no new work now (its work
+	// dir is under the free-disk watermark): the controller assigns it
+	// nothing and keeps it alive. Older controllers ignore it, and the
+	// host then refuses what it is given with a host error.
+	Paused string `json:"paused,omitempty"`
 }
 
 // LeaseResponse carries new work and cancellations.
@@ -287,6 +292,10 @@ type Assignment struct {
 	Network  bool    `json:"network"`
 	// GPUs (version 6) is how many of the host's GPUs the attempt gets.
 	GPUs int `json:"gpus,omitempty"`
+	// StorageGB is the task's requirements.storage_gb: the hard limit on
+	// what the attempt may write (scratch, outputs, result); 0 (an older
+	// controller) means the host's default.
+	StorageGB int64 `json:"storage_gb,omitempty"`
 }
 
 // Data source kinds (the manifest's data_sources[].source).
@@ -417,6 +426,10 @@ type Outcome struct {
 	FailureClass string `json:"failure_class,omitempty"`
 	// HostError describes a failure of the host, not of the runner.
 	HostError string `json:"host_error,omitempty"`
+	// StorageError is set when the runner failed with its storage quota
+	// (requirements.storage_gb) used up: writes past it failed with
+	// ENOSPC. It says so in words for the task's failure message.
+	StorageError string `json:"storage_error,omitempty"`
 
 	// Version 3. Artifacts are the files uploaded from the artifact
 	// directory, a spilled result and the full output.

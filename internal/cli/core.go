@@ -108,13 +108,14 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties,
 			log.Warn("local host: measuring this machine", "err", err)
 		}
 		gpus := localHostGPUs(ctx, f, dataDir, &prof, log)
-		host, err = agent.New(agent.Config{
+		base := localWorkBase(f, dataDir)
+		cfg := agent.Config{
 			Profile:    prof,
 			GPU:        gpus,
 			Controller: &agenthttp.Client{BaseURL: controllerURL, Token: token},
 			Driver:     driver, Images: images,
-			WorkRoot:    filepath.Join(dataDir, "host", "work"),
-			CacheRoot:   filepath.Join(dataDir, "host", "cache"),
+			WorkRoot:    filepath.Join(base, "work"),
+			CacheRoot:   filepath.Join(base, "cache"),
 			DataSources: lh.data, CacheMountMaxBytes: gib(f.data.cacheMountsGB),
 			// The controller's own host shares its filesystem: images by
 			// path, and seeds from the controller's seeds directory only.
@@ -122,7 +123,9 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties,
 			Slots:    f.host.slots,
 			Capacity: agentCapacity(f),
 			Logger:   log.With("component", "host"),
-		})
+		}
+		f.disk.apply(&cfg, cfg.WorkRoot, f.host.driver == "gvisor")
+		host, err = agent.New(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("local host: %w", err)
 		}
@@ -172,6 +175,7 @@ func hostDriver(f *serverFlags, dataDir string, log *slog.Logger) (sandbox.Drive
 	switch f.host.driver {
 	case "gvisor":
 		return gvisor.New(gvisor.Config{RunscPath: f.build.runsc, StateDir: filepath.Join(dataDir, "host", "runsc"),
+			WarmDir:      filepath.Join(localWorkBase(f, dataDir), "warm"),
 			CgroupParent: "skiff-" + hostSuffix(dataDir), Logger: log.With("component", "host")})
 	case "process":
 		return process.New(process.Config{AllowUnisolated: f.host.allowUnisolated, Logger: log.With("component", "host")})
@@ -228,6 +232,19 @@ func useWarm(f *serverFlags, driver sandbox.Driver, local *fleet.Local, dataDir 
 			n = runtime.NumCPU()
 		}
 	}
-	local.UseWarm(fleet.WarmConfig{Warmer: w, CacheRoot: filepath.Join(dataDir, "host", "cache"), Size: n,
-		CPU: submit.DefaultCPU, MemoryMB: submit.DefaultMemoryMB})
+	warm := fleet.WarmConfig{Warmer: w, CacheRoot: filepath.Join(localWorkBase(f, dataDir), "cache"), Size: n,
+		CPU: submit.DefaultCPU, MemoryMB: submit.DefaultMemoryMB, PidsLimit: max(f.disk.pidsLimit, 0)}
+	if f.disk.storageQuota {
+		// The default shape's storage: made at boot, off the start path.
+		warm.StorageBytes = submit.DefaultStorageGB << 30
+		warm.CacheBytes = gib(f.disk.projectCacheGB)
+	}
+	local.UseWarm(warm)
+}
+
+// localWorkBase is where the local host keeps what tasks write or make it
+// fetch (work dirs, caches, data sources, warm sandboxes): --work-dir, or
+// the data dir's host/ when none is given.
+func localWorkBase(f *serverFlags, dataDir string) string {
+	return f.disk.root(filepath.Join(dataDir, "host"))
 }

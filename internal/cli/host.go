@@ -49,6 +49,7 @@ type remoteHostFlags struct {
 	allowUnisolated            bool
 	leaseWait                  time.Duration
 	data                       dataFlags
+	disk                       hostDiskFlags
 }
 
 func runHost(ctx context.Context, e *env, args []string) error {
@@ -80,10 +81,14 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&f.allowUnisolated, "allow-unisolated", false, "let --driver=process run tasks unsandboxed")
 	fs.DurationVar(&f.leaseWait, "lease-wait", 0, "long-poll wait asked of the controller (0: the agent's default)")
 	f.data.register(fs)
+	f.disk.register(fs, "--data-dir")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
 	if err := f.data.validate(); err != nil {
+		return err
+	}
+	if err := f.disk.validate(); err != nil {
 		return err
 	}
 	urls := splitList(f.controllers)
@@ -130,7 +135,7 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	}
 	storageGB := f.storageGB
 	if storageGB == 0 {
-		storageGB = freeDiskGB(dataDir)
+		storageGB = freeDiskGB(f.disk.root(dataDir))
 	}
 	cpus, memGB := f.cpus, f.memoryGB
 	if cpus <= 0 {
@@ -145,7 +150,10 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	}
 	log = log.With("host_id", id.HostID)
 
-	driver, err := remoteHostDriver(&f, dataDir, log)
+	// What tasks write or make this host fetch lives under the work base,
+	// which --work-dir may put on a filesystem of its own.
+	base := f.disk.root(dataDir)
+	driver, err := remoteHostDriver(&f, dataDir, base, log)
 	if err != nil {
 		return err
 	}
@@ -158,8 +166,13 @@ func runHost(ctx context.Context, e *env, args []string) error {
 		log.Warn("cleaning up after an earlier run", "err", err)
 	}
 	cancel()
+	// Attempts' filesystems a crash left mounted go first: RemoveAll
+	// would otherwise empty them and stop at their mount points.
+	if _, err := sandbox.ReapDisks(base); err != nil {
+		log.Warn("unmounting attempts' disks left by an earlier run", "err", err)
+	}
 	for _, d := range []string{"work", "inputs"} {
-		_ = os.RemoveAll(filepath.Join(dataDir, d))
+		_ = os.RemoveAll(filepath.Join(base, d))
 	}
 	slots := f.slots
 	if slots <= 0 {
@@ -167,28 +180,30 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	}
 	// The manifests' data sources are fetched once onto this host and its
 	// cache mounts kept here, as on the controller's own host.
-	dataSources, err := f.data.cache(filepath.Join(dataDir, "data"), log)
+	dataSources, err := f.data.cache(filepath.Join(base, "data"), log)
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(agent.Config{
+	cfg := agent.Config{
 		Controller:  agenthttp.NewFailover(urls, id.Credential),
 		DataSources: dataSources, CacheMountMaxBytes: gib(f.data.cacheMountsGB),
 		Driver: driver,
-		Images: &ociimage.Cache{Root: filepath.Join(dataDir, "images"), MountPoints: sandbox.MountPoints(), Logger: log},
+		Images: &ociimage.Cache{Root: filepath.Join(base, "images"), MountPoints: sandbox.MountPoints(), Logger: log},
 		// Its own seeds directory, never a path the controller names on
 		// its machine; images come by URL only.
 		SeedRoot:  filepath.Join(dataDir, "seeds"),
-		WorkRoot:  filepath.Join(dataDir, "work"),
-		InputRoot: filepath.Join(dataDir, "inputs"),
-		CacheRoot: filepath.Join(dataDir, "cache"),
+		WorkRoot:  filepath.Join(base, "work"),
+		InputRoot: filepath.Join(base, "inputs"),
+		CacheRoot: filepath.Join(base, "cache"),
 		Slots:     slots,
 		Profile:   prof,
 		Capacity:  agentproto.Capacity{CPU: cpus, MemoryMB: int64(memGB * 1024), StorageGB: storageGB},
 		GPU:       gpus,
 		LeaseWait: f.leaseWait,
 		Logger:    log,
-	})
+	}
+	f.disk.apply(&cfg, cfg.WorkRoot, f.driver == "gvisor")
+	a, err := agent.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -207,10 +222,10 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	return err
 }
 
-func remoteHostDriver(f *remoteHostFlags, dataDir string, log *slog.Logger) (sandbox.Driver, error) {
+func remoteHostDriver(f *remoteHostFlags, dataDir, workBase string, log *slog.Logger) (sandbox.Driver, error) {
 	switch f.driver {
 	case "gvisor":
-		return gvisor.New(gvisor.Config{RunscPath: f.runsc, StateDir: filepath.Join(dataDir, "runsc"),
+		return gvisor.New(gvisor.Config{RunscPath: f.runsc, StateDir: filepath.Join(dataDir, "runsc"), WarmDir: filepath.Join(workBase, "warm"),
 			CgroupParent: "skiff-host-" + hostSuffix(dataDir), Logger: log})
 	case "process":
 		return process.New(process.Config{AllowUnisolated: f.allowUnisolated, Logger: log})

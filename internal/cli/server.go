@@ -18,6 +18,7 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/diskfree"
 	"github.com/skiffhq/skiff/internal/event"
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/httpapi"
@@ -50,6 +51,8 @@ type serverFlags struct {
 	data         dataFlags
 	fair         fairFlags
 	edges        edgeFlags
+	disk         hostDiskFlags
+	minFreeDisk  diskfree.Watermark
 }
 
 // streamFlags configure the event streams (docs/streams.md).
@@ -127,6 +130,9 @@ func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
 	f.data.register(fs)
 	f.fair.register(fs)
 	f.edges.register(fs)
+	f.disk.register(fs, "--data-dir/host")
+	f.minFreeDisk = diskfree.DefaultWatermark
+	fs.Var(&f.minFreeDisk, "min-free-disk", "free-disk watermark of --data-dir: under it the API refuses what would store more (pushes, uploads, KV writes, submissions) with 507 until space is freed; bytes (2GiB), a percentage (5%) or both, the larger wins; 0: none (env SKIFF_MIN_FREE_DISK)")
 	return fs
 }
 
@@ -155,6 +161,9 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if err := f.fair.validate(); err != nil {
+		return err
+	}
+	if err := f.disk.validate(); err != nil {
 		return err
 	}
 	payCfg, walletPolicy, err := f.payments.config(f.listen)
@@ -252,7 +261,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		local.SetImages(shared.images)
 	}
 	// One data-source cache for the local host: init fills it, tasks read it.
-	dataSources, err := f.data.cache(filepath.Join(dataDir, "host", "data"), log.With("component", "host"))
+	dataSources, err := f.data.cache(filepath.Join(localWorkBase(&f, dataDir), "data"), log.With("component", "host"))
 	if err != nil {
 		return err
 	}
@@ -269,6 +278,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	dataDisk := &diskfree.Checker{Dir: dataDir, Min: f.minFreeDisk}
 	api := httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
 		Projects: projects, Jobs: jobs, Artifacts: arts, Version: Version, Payments: payments,
@@ -279,6 +289,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		Limits: &httpapi.Limits{WaitlistPerMinute: f.front.waitlistRate, FeedbackPerMinute: f.front.feedbackRate,
 			RedeemPerMinute: httpapi.DefaultLimits.RedeemPerMinute},
 		HostBinary: selfPath(), RunscBinary: f.build.runsc,
+		DiskFree: dataDisk,
 	})
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
@@ -290,7 +301,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		HeartbeatInterval: f.heartbeat, SeedsDir: filepath.Join(dataDir, "seeds")})
 	hosts = ctrl.HostCounts
 	mux := http.NewServeMux()
-	mux.Handle("/agent/v1/", httpapi.AgentHandler(ctrl, log.With("component", "agentapi")))
+	mux.Handle("/agent/v1/", httpapi.AgentHandler(ctrl, log.With("component", "agentapi"), dataDisk))
 	mux.Handle("/", api)
 
 	ln, err := net.Listen("tcp", f.listen)

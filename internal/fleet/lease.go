@@ -88,7 +88,9 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 		}
 		cancel := rec.cancel
 		var asg []agentproto.Assignment
-		if ctx.Err() == nil && !h.draining() {
+		// A paused host (its disk under the watermark) stays alive and
+		// gets its cancels, but no new work.
+		if ctx.Err() == nil && !h.draining() && req.Paused == "" {
 			// The free capacity is the controller's own view, not the
 			// request's: a long poll outlives the free capacity the host
 			// had when it asked, and a slot freed by an attempt that ended
@@ -290,9 +292,20 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 		ImageDigest: rs.ImageDigest, ImageLayoutDir: layoutDir, ImageURL: imageURL,
 		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: payload,
 		CPU: t.CPU, MemoryMB: t.MemoryMB, TimeoutS: int(rs.Request.TimeoutS), Inputs: inputs,
-		DataSources: sources, CacheMounts: caches,
+		DataSources: sources, CacheMounts: caches, StorageGB: storageGB(t.Requirements),
 		GPUs: int(t.GPUs),
 	}, nil
+}
+
+// storageGB is a task's requirements.storage_gb, 0 when it has none.
+func storageGB(requirements json.RawMessage) int64 {
+	var r struct {
+		StorageGB int64 `json:"storage_gb"`
+	}
+	if len(requirements) == 0 || json.Unmarshal(requirements, &r) != nil {
+		return 0
+	}
+	return r.StorageGB
 }
 
 // mountsOf turns the revision's data sources and cache mounts into their

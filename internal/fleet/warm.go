@@ -21,6 +21,13 @@ type WarmConfig struct {
 	// a job's defaults. Other shapes start cold.
 	CPU      float64
 	MemoryMB int64
+	// PidsLimit and StorageBytes are the host's pids limit and the
+	// default storage quota (requirements.storage_gb's default), as the
+	// agent sets them on the attempts' specs.
+	PidsLimit    int64
+	StorageBytes int64
+	// CacheBytes is the project cache's quota (agent.Config.CacheBytes).
+	CacheBytes int64
 }
 
 // UseWarm makes Prepare keep warm sandboxes; call it before the host
@@ -34,7 +41,8 @@ func (l *Local) UseWarm(c WarmConfig) {
 // warmKey is the key of the sandboxes an attempt of the project on rootfs
 // with the default limits uses (the agent's spec for it).
 func (c *WarmConfig) warmKey(projectID, rootFS string) sandbox.WarmKey {
-	return sandbox.WarmKey{RootFS: rootFS, CacheDir: filepath.Join(c.CacheRoot, projectID), CPU: c.CPU, MemoryMB: c.MemoryMB}
+	return sandbox.WarmKey{RootFS: rootFS, CacheDir: filepath.Join(c.CacheRoot, projectID), CPU: c.CPU, MemoryMB: c.MemoryMB,
+		PidsLimit: c.PidsLimit, StorageBytes: c.StorageBytes, CacheBytes: c.CacheBytes}
 }
 
 // Drop destroys the project's warm sandboxes on the host (the project was

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
+	"github.com/skiffhq/skiff/internal/agent"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/sandbox/gvisor"
@@ -35,7 +36,9 @@ func TestWarmStartsAfterPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local.UseWarm(fleet.WarmConfig{Warmer: d, CacheRoot: cacheRoot, Size: 2, CPU: 1, MemoryMB: 256})
+	// The agent sets its default pids limit on every attempt; the pool
+	// must be of that shape.
+	local.UseWarm(fleet.WarmConfig{Warmer: d, CacheRoot: cacheRoot, Size: 2, CPU: 1, MemoryMB: 256, PidsLimit: agent.DefaultPidsLimit})
 	p, err := h.st.ProjectGetByName(ctx, h.accountID, "runner")
 	if err != nil {
 		t.Fatal(err)

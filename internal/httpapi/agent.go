@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/diskfree"
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/store"
 )
@@ -36,11 +37,18 @@ type AgentController interface {
 // public API (/api/v1): hosts authenticate with their host token, never
 // with an account key, and errors use agentproto.ErrorResponse rather than
 // the public envelope. The status codes still come from statusOf.
-func AgentHandler(c AgentController, log *slog.Logger) http.Handler {
+//
+// disk, when given, is the data dir's free-disk watermark: under it a
+// host's output uploads are refused with 507, as the public uploads are.
+func AgentHandler(c AgentController, log *slog.Logger, disk ...*diskfree.Checker) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	a := &agentAPI{c: c, log: log}
+	var free *diskfree.Checker
+	if len(disk) > 0 {
+		free = disk[0]
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+agentproto.RegisterPath, func(w http.ResponseWriter, r *http.Request) {
 		var req agentproto.RegisterRequest
@@ -97,6 +105,11 @@ func AgentHandler(c AgentController, log *slog.Logger) http.Handler {
 		}
 	})
 	mux.HandleFunc("POST "+agentproto.AttemptEventsPath+"{id}/artifacts", func(w http.ResponseWriter, r *http.Request) {
+		if low, why := free.Low(); low {
+			log.Warn("output upload refused: data dir low on disk", "attempt_id", r.PathValue("id"), "why", why)
+			a.answer(w, r, nil, errDiskFull())
+			return
+		}
 		up, err := c.ReceiveArtifact(r.Context(), hostToken(r), r.PathValue("id"), r.URL.Query().Get("path"),
 			r.URL.Query().Get("kind"), r.Body, r.ContentLength)
 		a.answer(w, r, up, err)

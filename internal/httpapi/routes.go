@@ -152,7 +152,11 @@ func (s *Server) mux() *http.ServeMux {
 	methods := map[string][]string{}
 	var paths []string
 	for _, rt := range s.routes() {
-		h := s.instrument(rt.method+" "+rt.pattern, rt.pattern, s.adapt(s.authorize(rt.access, rt.handler)))
+		handler := rt.handler
+		if growsStorage(rt) {
+			handler = s.refuseWhenDiskLow(handler)
+		}
+		h := s.instrument(rt.method+" "+rt.pattern, rt.pattern, s.adapt(s.authorize(rt.access, handler)))
 		mux.Handle(rt.method+" "+rt.pattern, h)
 		if _, seen := methods[rt.pattern]; !seen {
 			paths = append(paths, rt.pattern)

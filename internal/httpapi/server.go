@@ -14,6 +14,7 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/contact"
+	"github.com/skiffhq/skiff/internal/diskfree"
 	"github.com/skiffhq/skiff/internal/docsite"
 	"github.com/skiffhq/skiff/internal/enroll"
 	"github.com/skiffhq/skiff/internal/job"
@@ -63,6 +64,9 @@ type Config struct {
 	// HostBinary and RunscBinary are served to the host installer at
 	// /skiff-host/bin/ (this server's platform only); "" answers 404.
 	HostBinary, RunscBinary string
+	// DiskFree is the data dir's free-disk watermark: under it the
+	// writes that store more answer 507 (diskfull.go). Nil checks nothing.
+	DiskFree *diskfree.Checker
 }
 
 // Server serves the API.
@@ -89,6 +93,7 @@ type Server struct {
 
 	metrics      *metrics.Set
 	metricsToken string
+	diskFree     *diskfree.Checker
 	contact      *contact.Service
 	enroll       *enroll.Service
 
@@ -112,7 +117,7 @@ func New(cfg Config) *Server {
 		projects: cfg.Projects, jobs: cfg.Jobs, artifacts: cfg.Artifacts, version: cfg.Version, payments: cfg.Payments,
 		limitAddress: ratelimit.NewKeyed(orDefault(cfg.AuthRatePerAddress, DefaultAuthRatePerAddress)),
 		limitIP:      ratelimit.NewKeyed(orDefault(cfg.AuthRatePerIP, DefaultAuthRatePerIP)),
-		streams:      cfg.Streams, metrics: cfg.Metrics, metricsToken: cfg.MetricsToken,
+		streams:      cfg.Streams, metrics: cfg.Metrics, metricsToken: cfg.MetricsToken, diskFree: cfg.DiskFree,
 		contact: cfg.Contact, trustedProxies: cfg.TrustedProxies, enroll: cfg.Enroll,
 		hostBinary: cfg.HostBinary, runscBinary: cfg.RunscBinary}
 	s.streams.fill()

@@ -45,6 +45,7 @@ const (
 	FailureStart      = "start_failed"         // the command could not be started from the image
 	FailureArtifact   = "artifact_rejected"    // declared uploads broke the rules, an upload failed, or an input failed its sha256 check
 	FailureBalance    = "insufficient_balance" // the hold could not grow to cover another attempt
+	FailureStorage    = "storage_exceeded"     // the runner used up requirements.storage_gb (ENOSPC)
 )
 
 // Decision is what an attempt's end does to its attempt and task.
@@ -133,6 +134,13 @@ func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome, ran time.Dur
 			kind = "oom"
 		}
 		return requeue(store.AttemptInfra, kind, "attempt.infra_requeued")
+	case o.StorageError != "" && !o.TimedOut:
+		// The runner filled its storage quota and failed on ENOSPC: a
+		// retry with the same storage_gb would fill it again. The runner
+		// ran, so it is billed like any failure of the project's.
+		d.Attempt, d.TerminalKind, d.RetryDecision = store.AttemptFailed, "storage_exceeded", "none"
+		d.Task, d.Event, d.FailureKind = store.TaskFailed, "attempt.failed", FailureStorage
+		return d
 	case o.ArtifactError != "":
 		// Declared uploads that are absolute, escape, are symlinks or are
 		// missing fail the task whatever the exit code; a retry would
@@ -217,6 +225,8 @@ func failurePayload(kind, msg string, o *agentproto.Outcome, command []string, c
 		p.Message = "the host could not run the task"
 	case FailureArtifact:
 		p.Message = o.ArtifactError
+	case FailureStorage:
+		p.Message = o.StorageError
 	case FailureStart:
 		p.Message = "the runner could not be started: check runner_command (or the manifest's entrypoint) and that it names an executable in the image"
 	default:

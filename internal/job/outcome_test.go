@@ -55,6 +55,7 @@ func TestClassify(t *testing.T) {
 		{"declared infra past 3 uses the budget", counters{declared: 3}, 1, agentproto.Outcome{ExitCode: 1, FailureClass: "infra"}, long, store.AttemptFailed, store.TaskQueued, "retry", "attempt.retried", "", counters{declared: 3, retries: 1}, true},
 		{"declared infra past 3 and no budget fails", counters{declared: 3}, 0, agentproto.Outcome{ExitCode: 1, FailureClass: "infra"}, long, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureExit, counters{declared: 3}, true},
 		{"rejected uploads fail the task, billed", counters{}, 2, agentproto.Outcome{ArtifactError: "upload escapes"}, long, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureArtifact, counters{}, true},
+		{"storage used up fails without a retry, billed", counters{}, 2, agentproto.Outcome{ExitCode: 1, StorageError: "the task used up its storage quota"}, long, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureStorage, counters{}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

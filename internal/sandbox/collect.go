@@ -25,13 +25,23 @@ func Collect(o *Outcome, spec *Spec, d Dirs) error {
 		return err
 	}
 	o.Result, o.ResultTooLarge, o.ResultRejected = res.Data, res.TooLarge, res.Rejected
-	arts, skipped, err := CollectArtifacts(d.Artifacts)
+	arts, skipped, err := collectArtifacts(d.Artifacts, spec.maxOutputFiles(), spec.maxOutputBytes())
+	var over *outputCapError
+	if errors.As(err, &over) {
+		o.OutputRejected = over.Error()
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	o.Artifacts, o.SkippedArtifacts = arts, skipped
 	return nil
 }
+
+// outputCapError is an artifact directory over the output caps.
+type outputCapError struct{ msg string }
+
+func (e *outputCapError) Error() string { return e.msg }
 
 // ResultFile is what ReadResult found.
 type ResultFile struct {
@@ -83,9 +93,25 @@ func ReadResult(path string, max int64) (ResultFile, error) {
 // symlinks, so nothing outside dir is listed; symlinks, FIFOs, sockets and
 // devices are skipped (spec 2.10 rule 6 rejects symlinks).
 func CollectArtifacts(dir string) (arts []Artifact, skipped []string, err error) {
+	return collectArtifacts(dir, DefaultMaxOutputFiles, DefaultMaxOutputBytes)
+}
+
+// collectArtifacts is CollectArtifacts with caps: past maxFiles entries
+// (files, skipped entries and directories all count, since each costs the
+// walk and memory) or maxBytes of regular files it stops with an
+// *outputCapError, so a runner that leaves a million files cannot make the
+// host list them all.
+func collectArtifacts(dir string, maxFiles int, maxBytes int64) (arts []Artifact, skipped []string, err error) {
+	entries := 0
+	var total int64
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if path != dir {
+			if entries++; entries > maxFiles {
+				return &outputCapError{fmt.Sprintf("the artifact directory holds more than %d files and directories, over the host's cap on output files; write fewer, larger files (an archive)", maxFiles)}
+			}
 		}
 		if d.IsDir() {
 			return nil
@@ -103,9 +129,17 @@ func CollectArtifacts(dir string) (arts []Artifact, skipped []string, err error)
 		if err != nil {
 			return err
 		}
+		total += info.Size()
+		if total > maxBytes {
+			return &outputCapError{fmt.Sprintf("the artifact directory holds more than %d bytes, over the host's cap on output bytes; write less, or keep large data elsewhere", maxBytes)}
+		}
 		arts = append(arts, Artifact{Path: rel, Size: info.Size(), HostPath: path})
 		return nil
 	})
+	var over *outputCapError
+	if errors.As(err, &over) {
+		return nil, nil, err
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("collect artifacts: %w", err)
 	}

@@ -29,6 +29,11 @@ const (
 	ScratchDirName  = "scratch"
 	PayloadFileName = "payload.json"
 	ResultFileName  = "result.json"
+	// DiskDirName is where an attempt with a storage quota mounts its own
+	// filesystem, holding its result, artifact and scratch directories;
+	// DiskImageName is that filesystem's image file.
+	DiskDirName   = "disk"
+	DiskImageName = "disk.img"
 )
 
 // ContainerRoot is where a sandboxed runner finds the attempt's directories.
@@ -50,13 +55,20 @@ type Dirs struct {
 	Cache     string
 }
 
-// HostDirs is the host-side layout of spec's attempt.
+// HostDirs is the host-side layout of spec's attempt. With a storage
+// quota the writable directories are on the attempt's own filesystem,
+// mounted at DiskDirName; the payload stays outside it, so that inputs are
+// hard-linked, not copied, and do not count against the quota.
 func HostDirs(spec *Spec) Dirs {
+	writable := spec.WorkDir
+	if spec.StorageBytes > 0 {
+		writable = filepath.Join(spec.WorkDir, DiskDirName)
+	}
 	return Dirs{
 		Payload:   filepath.Join(spec.WorkDir, PayloadDirName),
-		Result:    filepath.Join(spec.WorkDir, ResultDirName),
-		Artifacts: filepath.Join(spec.WorkDir, ArtifactDirName),
-		Scratch:   filepath.Join(spec.WorkDir, ScratchDirName),
+		Result:    filepath.Join(writable, ResultDirName),
+		Artifacts: filepath.Join(writable, ArtifactDirName),
+		Scratch:   filepath.Join(writable, ScratchDirName),
 		Cache:     spec.CacheDir,
 	}
 }

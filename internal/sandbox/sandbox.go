@@ -74,6 +74,12 @@ type Spec struct {
 	// CacheDir is a host directory shared by the project's attempts on this
 	// host (SKIFF_TASK_CACHE_DIR). It is created if missing.
 	CacheDir string
+	// CacheBytes, when above 0, makes CacheDir a filesystem of its own of
+	// this size (an image beside it, made on first use and kept mounted
+	// for the project's later attempts): what the project's attempts
+	// leave in their cache is bounded like their scratch. 0 leaves it on
+	// the host's filesystem.
+	CacheBytes int64
 	// Mounts are further host paths bind-mounted into the sandbox (data
 	// sources, cache mounts). Drivers without a mount namespace refuse
 	// them.
@@ -86,6 +92,18 @@ type Spec struct {
 	MemoryMB int64
 	// PidsLimit caps the number of processes/threads; 0 means no limit.
 	PidsLimit int64
+	// StorageBytes, when above 0, is a hard limit on what the runner can
+	// write to its result, artifact and scratch directories together
+	// (requirements.storage_gb): they live on a filesystem of this size of
+	// their own (diskquota), and a write past it fails with ENOSPC. 0
+	// leaves them on WorkDir's filesystem, unbounded.
+	StorageBytes int64
+	// MaxOutputFiles and MaxOutputBytes cap the artifact directory that
+	// Collect lists: past either the attempt's outputs are refused
+	// (Outcome.OutputRejected). 0 means DefaultMaxOutputFiles and
+	// DefaultMaxOutputBytes.
+	MaxOutputFiles int
+	MaxOutputBytes int64
 	// Network enables outbound networking; false means none at all.
 	Network bool
 
@@ -107,6 +125,13 @@ type Spec struct {
 
 // DefaultMaxResultBytes is the result size cap when Spec.MaxResultBytes is 0.
 const DefaultMaxResultBytes = 1 << 20
+
+// Output caps when the Spec leaves them 0: the artifact directory is
+// listed into memory and each file is uploaded, so both are bounded.
+const (
+	DefaultMaxOutputFiles = 1000
+	DefaultMaxOutputBytes = 10 << 30
+)
 
 // Outcome is what an attempt did.
 type Outcome struct {
@@ -156,6 +181,15 @@ type Outcome struct {
 	// that were not collected because they are not regular files (symlinks
 	// included), so the agent can report them as rejected.
 	SkippedArtifacts []string
+
+	// StorageExceeded is set when the attempt had a storage quota
+	// (Spec.StorageBytes), its filesystem was full when the runner ended
+	// and the runner did not succeed: it most likely failed on ENOSPC.
+	StorageExceeded bool
+
+	// OutputRejected says why the artifact directory was not collected
+	// (more files or bytes than the caps); Artifacts is then empty.
+	OutputRejected string
 
 	// Stages is how long the driver's own stages took, for benchmarks and
 	// logs; zero where a driver does not measure them.

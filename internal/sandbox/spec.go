@@ -53,7 +53,8 @@ func (s *Spec) Validate() error {
 			break
 		}
 	}
-	if s.CPU < 0 || s.MemoryMB < 0 || s.PidsLimit < 0 || s.Timeout < 0 || s.MaxResultBytes < 0 {
+	if s.CPU < 0 || s.MemoryMB < 0 || s.PidsLimit < 0 || s.Timeout < 0 || s.MaxResultBytes < 0 ||
+		s.StorageBytes < 0 || s.CacheBytes < 0 || s.MaxOutputFiles < 0 || s.MaxOutputBytes < 0 {
 		errs = append(errs, errors.New("limits: must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -67,4 +68,18 @@ func (s *Spec) maxResultBytes() int64 {
 		return s.MaxResultBytes
 	}
 	return DefaultMaxResultBytes
+}
+
+func (s *Spec) maxOutputFiles() int {
+	if s.MaxOutputFiles > 0 {
+		return s.MaxOutputFiles
+	}
+	return DefaultMaxOutputFiles
+}
+
+func (s *Spec) maxOutputBytes() int64 {
+	if s.MaxOutputBytes > 0 {
+		return s.MaxOutputBytes
+	}
+	return DefaultMaxOutputBytes
 }

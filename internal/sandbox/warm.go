@@ -17,6 +17,13 @@ type WarmKey struct {
 	CPU       float64
 	MemoryMB  int64
 	PidsLimit int64
+	// StorageBytes is the size of the filesystem a warm sandbox's
+	// writable directories are on (Spec.StorageBytes): made at boot, so
+	// that an attempt's start does not pay for it.
+	StorageBytes int64
+	// CacheBytes is Spec.CacheBytes: the project cache's filesystem is
+	// mounted before the sandbox binds it.
+	CacheBytes int64
 }
 
 // KeyOf is spec's warm key; ok is false when spec cannot use a warm sandbox:
@@ -29,7 +36,7 @@ func KeyOf(spec *Spec) (key WarmKey, ok bool) {
 		return WarmKey{}, false
 	}
 	return WarmKey{RootFS: spec.RootFS, CacheDir: spec.CacheDir, CPU: spec.CPU, MemoryMB: spec.MemoryMB,
-		PidsLimit: spec.PidsLimit}, !spec.Network && len(spec.Mounts) == 0
+		PidsLimit: spec.PidsLimit, StorageBytes: spec.StorageBytes, CacheBytes: spec.CacheBytes}, !spec.Network && len(spec.Mounts) == 0
 }
 
 // Warmer keeps pre-started sandboxes: a host asks for n of a key once a

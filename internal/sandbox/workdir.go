@@ -24,6 +24,9 @@ func Prepare(spec *Spec, owner *Owner, runner Dirs) (Dirs, error) {
 	if err := os.MkdirAll(spec.WorkDir, 0o755); err != nil {
 		return Dirs{}, fmt.Errorf("create work dir: %w", err)
 	}
+	if err := createDisk(spec); err != nil {
+		return Dirs{}, err
+	}
 	// The payload directory is root-owned and read-only to the runner; the
 	// file is world-readable because the runner is not its owner.
 	if err := os.Mkdir(d.Payload, 0o755); err != nil {
@@ -42,6 +45,9 @@ func Prepare(spec *Spec, owner *Owner, runner Dirs) (Dirs, error) {
 		if err := chown(dir, owner); err != nil {
 			return Dirs{}, err
 		}
+	}
+	if err := ensureCacheDisk(spec); err != nil {
+		return Dirs{}, err
 	}
 	if err := os.MkdirAll(d.Cache, 0o700); err != nil {
 		return Dirs{}, fmt.Errorf("create cache dir: %w", err)

@@ -59,6 +59,10 @@ const (
 	// DefaultIdleTimeout ends a download whose server sends nothing for
 	// this long (it is then retried, resuming where it stopped).
 	DefaultIdleTimeout = time.Minute
+	// DefaultFetchTimeout bounds a whole source's fetch, all its files
+	// and tries included, so that a server trickling bytes just inside the
+	// idle timeout cannot hold a host's slot for ever.
+	DefaultFetchTimeout = 6 * time.Hour
 )
 
 // Config configures a Cache.
@@ -89,6 +93,9 @@ type Config struct {
 	Tries                  int
 	MinBackoff, MaxBackoff time.Duration
 	IdleTimeout            time.Duration
+	// FetchTimeout bounds one source's whole fetch (DefaultFetchTimeout
+	// when 0).
+	FetchTimeout time.Duration
 	// Client is used as it is when set (tests give one trusting their CA);
 	// nil builds one whose dialer enforces AllowPrivate.
 	Client *http.Client
@@ -135,6 +142,9 @@ func New(cfg Config) (*Cache, error) {
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = DefaultFetchTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -288,6 +298,9 @@ func (c *Cache) fetch(ctx context.Context, ds agentproto.DataSource, key string)
 	defer os.RemoveAll(tmp)
 	data := filepath.Join(tmp, "data")
 	partial := filepath.Join(c.cfg.Root, "partial", key)
+	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.FetchTimeout,
+		permanent("data source %q was not fetched within %s", ds.Name, c.cfg.FetchTimeout))
+	defer cancel()
 	var err error
 	switch ds.Source {
 	case agentproto.DataSourceURL:

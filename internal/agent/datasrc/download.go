@@ -95,7 +95,13 @@ func (c *Cache) fetchURL(ctx context.Context, ds agentproto.DataSource, partial,
 	if ds.SHA256 != "" {
 		ctx = withDigest(ctx)
 	}
-	if err := c.download(ctx, ds.URI, "", partial); err != nil {
+	// A url source declares no size: it may be as large as the cache,
+	// when the cache has a cap.
+	limit := int64(-1)
+	if c.cfg.MaxBytes > 0 {
+		limit = c.cfg.MaxBytes
+	}
+	if err := c.download(ctx, ds.URI, "", partial, limit); err != nil {
 		return fmt.Errorf("download %s: %w", redact(ds.URI), err)
 	}
 	if ds.SHA256 != "" {
@@ -113,14 +119,16 @@ func (c *Cache) fetchURL(ctx context.Context, ds agentproto.DataSource, partial,
 
 // download fetches url into dst, trying up to Tries times with backoff
 // and resuming from what an earlier try (or an earlier run of the host)
-// left in dst. token, when set, goes as a bearer token.
-func (c *Cache) download(ctx context.Context, url, token, dst string) error {
+// left in dst. token, when set, goes as a bearer token. limit, unless
+// negative, is the size the file may have (its declared size): a server that
+// sends more is cut off there and the download fails for good.
+func (c *Cache) download(ctx context.Context, url, token, dst string, limit int64) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
 	var err error
 	for try := 1; ; try++ {
-		if err = c.downloadOnce(ctx, url, token, dst); err == nil {
+		if err = c.downloadOnce(ctx, url, token, dst, limit); err == nil {
 			return nil
 		}
 		if isPermanent(err) || ctx.Err() != nil || try >= c.cfg.Tries {
@@ -133,7 +141,7 @@ func (c *Cache) download(ctx context.Context, url, token, dst string) error {
 		}
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return context.Cause(ctx)
 	}
 	if isPermanent(err) {
 		return err
@@ -155,10 +163,14 @@ func (c *Cache) backoff(try int) time.Duration {
 
 // downloadOnce makes one request, appending to dst from its current size
 // when the server honours the range, starting over otherwise.
-func (c *Cache) downloadOnce(ctx context.Context, url, token, dst string) error {
+func (c *Cache) downloadOnce(ctx context.Context, url, token, dst string, limit int64) error {
 	var offset int64
 	if info, err := os.Stat(dst); err == nil {
 		offset = info.Size()
+	}
+	if limit >= 0 && offset > limit {
+		_ = os.Remove(dst) // not a prefix of anything this size
+		offset = 0
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -206,11 +218,25 @@ func (c *Cache) downloadOnce(ctx context.Context, url, token, dst string) error 
 	if c.cfg.MaxBytes > 0 && resp.ContentLength > c.cfg.MaxBytes {
 		return permanent("%s is %d bytes, more than the host's data source cache (%d bytes)", hostOf(url), resp.ContentLength, c.cfg.MaxBytes)
 	}
+	if limit >= 0 && resp.ContentLength > limit-offset {
+		return permanent("%s sends %d bytes from offset %d, more than the %d bytes declared", hostOf(url), resp.ContentLength, offset, limit)
+	}
 	f, err := os.OpenFile(dst, flags, 0o644)
 	if err != nil {
 		return err
 	}
-	n, copyErr := io.Copy(f, &idleReader{r: resp.Body, t: idle, d: c.cfg.IdleTimeout})
+	var body io.Reader = &idleReader{r: resp.Body, t: idle, d: c.cfg.IdleTimeout}
+	if limit >= 0 {
+		// One byte past the declared size tells a server that sends
+		// more (no Content-Length, or a lying one) from one that does not.
+		body = io.LimitReader(body, limit-offset+1)
+	}
+	n, copyErr := io.Copy(f, body)
+	if limit >= 0 && offset+n > limit {
+		f.Close()
+		_ = os.Remove(dst)
+		return permanent("%s sent more than the %d bytes declared; the download was stopped there", hostOf(url), limit)
+	}
 	if err := f.Close(); err != nil && copyErr == nil {
 		copyErr = err
 	}

@@ -69,7 +69,7 @@ func (c *Cache) fetchHub(ctx context.Context, ds agentproto.DataSource, partial,
 		if f.LFS != nil {
 			fctx = withDigest(ctx) // its sha256 is checked (checkHubFile)
 		}
-		if err := c.download(fctx, c.resolveURL(ds, f.Path), c.hubToken(ds), part); err != nil {
+		if err := c.download(fctx, c.resolveURL(ds, f.Path), c.hubToken(ds), part, f.declaredSize()); err != nil {
 			return fmt.Errorf("download %s of %s: %w", f.Path, where, err)
 		}
 		if err := checkHubFile(part, f); err != nil {
@@ -175,6 +175,15 @@ func (c *Cache) resolveURL(ds agentproto.DataSource, file string) string {
 
 // checkHubFile compares a downloaded file with its listing: an LFS file's
 // size and sha256, any other file's size and git blob id.
+// declaredSize is the size the hub lists for f (its LFS object's for a
+// file stored in LFS), which its download may not pass.
+func (f hubFile) declaredSize() int64 {
+	if f.LFS != nil && f.LFS.Size > 0 {
+		return f.LFS.Size
+	}
+	return f.Size
+}
+
 func checkHubFile(p string, f hubFile) error {
 	size, oid, kind := f.Size, f.Oid, "git blob id"
 	var h hash.Hash

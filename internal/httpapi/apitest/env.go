@@ -22,6 +22,7 @@ import (
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
+	"github.com/skiffhq/skiff/internal/diskfree"
 	"github.com/skiffhq/skiff/internal/event"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/job"
@@ -86,6 +87,9 @@ type Options struct {
 	// Artifacts overrides the artifact limits (quota, upload size, grace);
 	// its Store, Blob, Clock and Logger are filled in.
 	Artifacts artifact.Config
+	// DiskFree is passed to httpapi.Config (a test fakes a full disk
+	// through its Stat).
+	DiskFree *diskfree.Checker
 }
 
 // Env is one running API server and the services behind it.
@@ -197,6 +201,7 @@ func Start(t testing.TB, opts Options) *Env {
 		Version: "test", Payments: e.Payments, AuthRatePerAddress: opts.AuthRatePerAddress, AuthRatePerIP: opts.AuthRatePerIP,
 		Streams: streams, Metrics: e.Metrics, MetricsToken: opts.MetricsToken,
 		TrustedProxies: opts.TrustedProxies, Limits: opts.Limits, Artifacts: e.Artifacts,
+		DiskFree: opts.DiskFree,
 	})
 	e.Server.SetCoreStarted(true)
 	c, err := ServiceContract()

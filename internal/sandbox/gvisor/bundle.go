@@ -74,9 +74,7 @@ func ociSpec(p bundleParams) *specs.Spec {
 				Bounding: noCaps, Effective: noCaps, Inheritable: noCaps, Permitted: noCaps, Ambient: noCaps,
 			},
 			NoNewPrivileges: true,
-			Rlimits: []specs.POSIXRlimit{
-				{Type: "RLIMIT_NOFILE", Hard: p.NoFile, Soft: p.NoFile},
-			},
+			Rlimits:         rlimits(s, p.NoFile),
 		},
 		Root:     &specs.Root{Path: s.RootFS, Readonly: true},
 		Hostname: "skiff",
@@ -147,4 +145,18 @@ func resources(s *sandbox.Spec, pidsOverhead int64) *specs.LinuxResources {
 		r.Pids = &specs.LinuxPids{Limit: &limit}
 	}
 	return r
+}
+
+// rlimits are the runner's resource limits. RLIMIT_NPROC carries the pids
+// limit into the sandbox: the pids cgroup counts the sandbox's host
+// threads, which gVisor keeps few whatever the runner does (a fork bomb's
+// tasks are the sentry's, not the host's), so the cgroup protects the host
+// but does not stop the bomb; gVisor enforces RLIMIT_NPROC on its own tasks
+// (threads included, as Linux does), and a clone past it fails with EAGAIN.
+func rlimits(s *sandbox.Spec, noFile uint64) []specs.POSIXRlimit {
+	out := []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: noFile, Soft: noFile}}
+	if s.PidsLimit > 0 {
+		out = append(out, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: uint64(s.PidsLimit), Soft: uint64(s.PidsLimit)})
+	}
+	return out
 }

@@ -33,7 +33,10 @@ func TestOCISpec(t *testing.T) {
 	if !slices.Equal(p.Args, s.Args) || p.Cwd != "/app" || !slices.Contains(p.Env, "A=1") || !slices.Contains(p.Env, "SKIFF_TASK_ID=tsk_1") {
 		t.Errorf("process: got args %q cwd %q env %q", p.Args, p.Cwd, p.Env)
 	}
-	if len(p.Rlimits) != 1 || p.Rlimits[0].Type != "RLIMIT_NOFILE" || p.Rlimits[0].Hard != 4096 {
+	// The pids limit also goes in as RLIMIT_NPROC, which gVisor enforces
+	// on the sandbox's own tasks.
+	if len(p.Rlimits) != 2 || p.Rlimits[0].Type != "RLIMIT_NOFILE" || p.Rlimits[0].Hard != 4096 ||
+		p.Rlimits[1].Type != "RLIMIT_NPROC" || p.Rlimits[1].Hard != uint64(s.PidsLimit) || p.Rlimits[1].Soft != uint64(s.PidsLimit) {
 		t.Errorf("rlimits: got %+v", p.Rlimits)
 	}
 	l := got.Linux

@@ -38,6 +38,10 @@ type Config struct {
 	// StateDir is runsc's --root: its container state, owned by this driver
 	// alone. Cleanup deletes every container it finds there.
 	StateDir string
+	// WarmDir holds the warm sandboxes' directories, which are renamed to
+	// their attempts' work directories: it must be on the work
+	// directories' filesystem. Empty means StateDir + ".warm".
+	WarmDir string
 	// Platform is runsc's --platform: "systrap" (default) or "ptrace".
 	// "kvm" is refused: it hangs on the hosts we run on.
 	Platform string
@@ -82,6 +86,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StateDir == "" {
 		c.StateDir = DefaultStateDir
+	}
+	if c.WarmDir == "" {
+		c.WarmDir = c.StateDir + ".warm"
 	}
 	if c.Platform == "" {
 		c.Platform = DefaultPlatform

@@ -138,6 +138,7 @@ func (d *Driver) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Outcome, 
 	if err != nil {
 		return nil, err
 	}
+	sandbox.MarkStorage(out, &spec)
 	if err := sandbox.Collect(out, &spec, host); err != nil {
 		return nil, fmt.Errorf("gvisor: %w", err)
 	}

@@ -241,9 +241,9 @@ func (d *Driver) takeWarm(spec *sandbox.Spec) *warmSlot {
 	return s
 }
 
-// warmDir holds the slots' directories; beside the state dir, so that a
-// slot can be renamed to an attempt's WorkDir on the same filesystem.
-func (d *Driver) warmDir() string { return d.cfg.StateDir + ".warm" }
+// warmDir holds the slots' directories, on the work directories'
+// filesystem, so that a slot can be renamed to an attempt's WorkDir.
+func (d *Driver) warmDir() string { return d.cfg.WarmDir }
 
 // bootWarm creates and starts one sandbox for key. On error the returned
 // slot, when not nil, is what must be destroyed.
@@ -253,20 +253,20 @@ func (d *Driver) bootWarm(key sandbox.WarmKey) (*warmSlot, error) {
 	s := &warmSlot{id: "warm-" + strings.ToLower(rand.Text()[:16]), pidfd: -1}
 	s.dir = filepath.Join(d.warmDir(), s.id)
 	spec := sandbox.Spec{AttemptID: s.id, RootFS: key.RootFS, CacheDir: key.CacheDir, CPU: key.CPU,
-		MemoryMB: key.MemoryMB, PidsLimit: key.PidsLimit, WorkDir: s.dir,
+		MemoryMB: key.MemoryMB, PidsLimit: key.PidsLimit, StorageBytes: key.StorageBytes, CacheBytes: key.CacheBytes, WorkDir: s.dir,
 		Args: []string{sandbox.ContainerDirs().Scratch + "/" + warmInitName}}
 	host, err := sandbox.PrepareEmpty(&spec, &sandbox.Owner{UID: RunnerUID, GID: RunnerGID}, sandbox.ContainerDirs())
 	if err != nil {
-		return nil, errors.Join(err, os.RemoveAll(s.dir))
+		return nil, errors.Join(err, sandbox.RemoveWorkDir(s.dir))
 	}
 	initPath := filepath.Join(host.Scratch, warmInitName)
 	if err := os.WriteFile(initPath, pauseELF, 0o555); err != nil {
-		return nil, errors.Join(err, os.RemoveAll(s.dir))
+		return nil, errors.Join(err, sandbox.RemoveWorkDir(s.dir))
 	}
 	bundle := filepath.Join(s.dir, "bundle")
 	if err := writeBundle(bundle, bundleParams{Spec: &spec, Host: host, CgroupsPath: d.cgroupPath(s.id),
 		NoFile: d.cfg.NoFile, PidsOverhead: d.cfg.PidsOverhead}); err != nil {
-		return nil, errors.Join(err, os.RemoveAll(s.dir))
+		return nil, errors.Join(err, sandbox.RemoveWorkDir(s.dir))
 	}
 	pidFile := filepath.Join(bundle, "sandbox.pid")
 	// From here a container and a cgroup may exist: the caller destroys s.
@@ -301,7 +301,7 @@ func (d *Driver) bootWarm(key sandbox.WarmKey) (*warmSlot, error) {
 func (d *Driver) destroyWarm(s *warmSlot) {
 	s.closePidfd()
 	d.teardown(context.Background(), s.id, d.log.With("warm_id", s.id))
-	if err := os.RemoveAll(s.dir); err != nil {
+	if err := sandbox.RemoveWorkDir(s.dir); err != nil {
 		d.log.Warn("remove warm slot", "warm_id", s.id, "err", err)
 	}
 }
@@ -318,7 +318,11 @@ func (d *Driver) stopWarm() {
 	w.mu.Unlock()
 	w.wg.Wait()
 	// Slots of an earlier process (a crash): Cleanup deletes their
-	// containers; their directories go here.
+	// containers; their filesystems are unmounted and their directories
+	// go here.
+	if _, err := sandbox.ReapDisks(d.warmDir()); err != nil {
+		d.log.Warn("unmount warm slots' disks", "err", err)
+	}
 	if err := os.RemoveAll(d.warmDir()); err != nil {
 		d.log.Warn("remove warm slots", "err", err)
 	}

@@ -83,6 +83,7 @@ func (d *Driver) runWarm(ctx context.Context, spec *sandbox.Spec, s *warmSlot, b
 		}
 	}
 	out.Stages.Teardown = time.Since(stopStart)
+	sandbox.MarkStorage(out, spec)
 	if err := sandbox.Collect(out, spec, host); err != nil {
 		return nil, true, fmt.Errorf("gvisor: %w", err)
 	}

@@ -39,6 +39,10 @@ type Payload struct {
 
 	ResultPad  int  `json:"result_pad,omitempty"` // bytes of padding in the result
 	AllocMB    int  `json:"alloc_mb,omitempty"`
+	FillMB     int  `json:"fill_mb,omitempty"`    // MiB written to scratch; a failed write exits 28
+	FillCache  bool `json:"fill_cache,omitempty"` // FillMB goes to the cache dir
+	ManyFiles  int  `json:"many_files,omitempty"` // empty files made in the artifact dir
+	ForkBomb   bool `json:"fork_bomb,omitempty"`  // start processes until that fails, then exit 1
 	IgnoreTerm bool `json:"ignore_term,omitempty"`
 	SleepMS    int  `json:"sleep_ms,omitempty"`
 	Exit       int  `json:"exit,omitempty"`

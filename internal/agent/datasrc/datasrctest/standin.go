@@ -35,6 +35,9 @@ type File struct {
 	// ListedSHA, when set, is listed instead of the true hash (a hub
 	// that disagrees with its bytes).
 	ListedSHA string
+	// ListedSize, when above 0, is listed instead of the true size (a
+	// hub, or a server behind it, that sends more than it declares).
+	ListedSize int64
 }
 
 // StandIn is the test server. Its fields may be changed while it runs,
@@ -58,6 +61,9 @@ type StandIn struct {
 	// that long.
 	Stall  time.Duration
 	Stalls int
+	// Unsized sends plain downloads without a Content-Length (chunked),
+	// so only the bytes themselves say how large they are.
+	Unsized bool
 	// Requests counts requests by path; AuthSeen records the
 	// Authorization headers received.
 	Requests map[string]int
@@ -141,7 +147,18 @@ func (s *StandIn) send(w http.ResponseWriter, r *http.Request, content []byte) {
 		s.Stalls--
 		stall = s.Stall
 	}
+	unsized := s.Unsized
 	s.Mu.Unlock()
+	if unsized && r.Header.Get("Range") == "" {
+		w.WriteHeader(http.StatusOK)
+		for b := content; len(b) > 0; {
+			n := min(len(b), 4096)
+			_, _ = w.Write(b[:n])
+			w.(http.Flusher).Flush() // no Content-Length: chunked
+			b = b[n:]
+		}
+		return
+	}
 	if stall > 0 {
 		select {
 		case <-time.After(stall):
@@ -209,14 +226,18 @@ func (s *StandIn) tree(w http.ResponseWriter, r *http.Request) {
 				entries = append(entries, treeEntry{Type: "directory", Oid: strings.Repeat("0", 40), Path: d})
 			}
 		}
-		e := treeEntry{Type: "file", Oid: gitBlobID(f.Content), Size: int64(len(f.Content)), Path: f.Path}
+		size := int64(len(f.Content))
+		if f.ListedSize > 0 {
+			size = f.ListedSize
+		}
+		e := treeEntry{Type: "file", Oid: gitBlobID(f.Content), Size: size, Path: f.Path}
 		if f.LFS {
 			sum := sha256.Sum256(f.Content)
 			oid := hex.EncodeToString(sum[:])
 			if f.ListedSHA != "" {
 				oid = f.ListedSHA
 			}
-			e.LFS = &lfsEntry{Oid: oid, Size: int64(len(f.Content)), PointerSize: 134}
+			e.LFS = &lfsEntry{Oid: oid, Size: size, PointerSize: 134}
 		} else if f.ListedSHA != "" {
 			e.Oid = f.ListedSHA
 		}

@@ -48,8 +48,19 @@ type payload struct {
 	NoResult     bool   `json:"no_result"`
 	FailureClass string `json:"failure_class"` // written into the result, e.g. "infra"
 
-	ResultPad  int  `json:"result_pad"` // bytes of padding added to the result to exceed caps
-	AllocMB    int  `json:"alloc_mb"`   // touch this much memory, 1 MiB at a time
+	ResultPad int `json:"result_pad"` // bytes of padding added to the result to exceed caps
+	AllocMB   int `json:"alloc_mb"`   // touch this much memory, 1 MiB at a time
+	// FillMB writes this many MiB of data to scratch/fill, 1 MiB at a
+	// time; a failed write is printed to stderr and the runner exits 28
+	// (ENOSPC's number) after writing its result.
+	FillMB int `json:"fill_mb"`
+	// FillCache writes the FillMB to the cache directory instead.
+	FillCache bool `json:"fill_cache"`
+	// ManyFiles creates this many empty files in the artifact directory.
+	ManyFiles int `json:"many_files"`
+	// ForkBomb starts copies of the runner that sleep, until a start
+	// fails; it reports how many started on stdout and exits 1.
+	ForkBomb   bool `json:"fork_bomb"`
 	IgnoreTerm bool `json:"ignore_term"`
 	SleepMS    int  `json:"sleep_ms"`
 	Exit       int  `json:"exit"`
@@ -103,6 +114,9 @@ const lingerEnv = "SKIFF_TEST_LINGER_FILE"
 func run() error {
 	if path := os.Getenv(lingerEnv); path != "" {
 		linger(path)
+	}
+	if os.Getenv(bombEnv) != "" {
+		select {} // a bomb's child: hold a process slot
 	}
 	raw, err := os.ReadFile(os.Getenv("SKIFF_TASK_PAYLOAD"))
 	if err != nil {
@@ -187,6 +201,27 @@ func run() error {
 	if err := writeArtifacts(p); err != nil {
 		return err
 	}
+	for i := range p.ManyFiles {
+		if err := os.WriteFile(filepath.Join(os.Getenv("SKIFF_ARTIFACT_DIR"), fmt.Sprintf("f%06d", i)), nil, 0o644); err != nil {
+			return fmt.Errorf("many files: %w", err)
+		}
+	}
+	var fillErr error
+	if p.FillMB > 0 {
+		dir := os.Getenv("SKIFF_TASK_SCRATCH_DIR")
+		if p.FillCache {
+			dir = os.Getenv("SKIFF_TASK_CACHE_DIR")
+		}
+		fillErr = fill(filepath.Join(dir, "fill"), p.FillMB)
+		if fillErr != nil {
+			fmt.Fprintln(os.Stderr, "fill:", fillErr)
+		}
+	}
+	if p.ForkBomb {
+		n, err := forkBomb()
+		fmt.Printf("started %d processes before: %v\n", n, err)
+		os.Exit(1)
+	}
 	if p.Flock != nil {
 		r.Flock = doFlock(*p.Flock)
 	}
@@ -198,8 +233,11 @@ func run() error {
 	if p.ResultPad > 0 {
 		r.Pad = strings.Repeat("x", p.ResultPad)
 	}
-	if err := writeResult(p, r); err != nil {
+	if err := writeResult(p, r); err != nil && fillErr == nil {
 		return err
+	}
+	if fillErr != nil {
+		os.Exit(28)
 	}
 	if p.AllocMB > 0 {
 		allocate(p.AllocMB)
@@ -363,4 +401,49 @@ func linger(path string) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// bombEnv marks the children that ForkBomb starts.
+const bombEnv = "SKIFF_TEST_BOMB"
+
+// forkBomb starts sleeping copies of the runner until a start fails, and
+// says how many started. The children are left running: the sandbox's end
+// must stop them.
+func forkBomb() (int, error) {
+	for n := 0; ; n++ {
+		cmd := exec.Command("/proc/self/exe")
+		cmd.Env = append(os.Environ(), bombEnv+"=1")
+		if err := cmd.Start(); err != nil {
+			return n, err
+		}
+		if n%50 == 0 {
+			fmt.Printf("bomb: %d started\n", n)
+		}
+		if n > 100000 {
+			return n, errors.New("no limit met")
+		}
+	}
+}
+
+// fill writes mb MiB to path, synced, 1 MiB at a time.
+func fill(path string, mb int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	for range mb {
+		if _, err := f.Write(buf); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -1,0 +1,81 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/sandbox"
+	"github.com/skiffhq/skiff/internal/sandbox/diskquota"
+	"github.com/skiffhq/skiff/internal/sandbox/gvisor/gvisortest"
+	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
+)
+
+// mountedBelow reports whether anything is mounted below dir.
+func mountedBelow(t *testing.T, dir string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(b), " "+dir+"/")
+}
+
+// With a storage quota, an attempt that writes past its storage_gb ends
+// with a storage error; the attempt's filesystem is gone once it is
+// reported; and what a crashed host left mounted in the work root is
+// reaped when the agent starts. Not parallel, like TestAgentGVisor.
+func TestAgentGVisorStorageQuota(t *testing.T) {
+	d := gvisortest.Driver(t, "skiff-agent-quota")
+	img := newImage(t)
+	fc := newFakeController(t)
+	var workRoot string
+	startAgent(t, fc, d, img, func(c *agent.Config) {
+		workRoot = c.WorkRoot
+		c.StorageQuota = true
+		// A crash left an attempt's filesystem mounted.
+		left := filepath.Join(c.WorkRoot, "att_left")
+		if err := os.MkdirAll(left, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := diskquota.Create(context.Background(), diskquota.Options{Image: filepath.Join(left, sandbox.DiskImageName),
+			Mount: filepath.Join(left, sandbox.DiskDirName), Bytes: 16 << 20}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { _, _ = diskquota.Reap(workRoot) })
+	fc.waitFor("registration", func() bool { return len(fc.registers) > 0 })
+	if mountedBelow(t, workRoot) {
+		t.Error("the crashed attempt's filesystem is still mounted after the agent started")
+	}
+	if _, err := os.Stat(filepath.Join(workRoot, "att_left")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the crashed attempt's directory is left: %v", err)
+	}
+
+	asg := assignment(t, img, sandboxtest.Payload{FillMB: 1100})
+	asg.StorageGB, asg.MemoryMB, asg.CPU = 1, 256, 1
+	fc.assign(asg)
+	o, _ := fc.finished(asg.AttemptID)
+	if o.ExitCode != 28 || !strings.Contains(o.StorageError, "storage quota of 1 GiB") || !strings.Contains(o.Stderr, "no space left on device") {
+		t.Errorf("outcome: exit %d storage_error %q stderr %q; want ENOSPC and the storage error", o.ExitCode, o.StorageError, o.Stderr)
+	}
+	// The directory goes once the report is acknowledged.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(workRoot, asg.AttemptID)); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the attempt's directory is not removed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if mountedBelow(t, workRoot) {
+		t.Error("the attempt's filesystem is still mounted after its report")
+	}
+}

@@ -19,8 +19,8 @@ import (
 
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/clock"
-	"github.com/skiffhq/skiff/internal/gpu"
 	"github.com/skiffhq/skiff/internal/diskfree"
+	"github.com/skiffhq/skiff/internal/gpu"
 	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/sandbox"
 )

@@ -10,15 +10,15 @@ import (
 func TestTextDropsWhatATerminalWouldObey(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"plain title":                           "plain title",
-		"\x1b]0;owned\x07\x1b[2J\x1b[31mred":    "]0;owned[2J[31mred",
-		"two\nlines\r\tand  tabs":               "two lines and tabs",
-		"csi\u009b31m c1":                       "csi31m c1",
-		"del\x7f and bs\b":                      "del and bs",
+		"plain title":                          "plain title",
+		"\x1b]0;owned\x07\x1b[2J\x1b[31mred":   "]0;owned[2J[31mred",
+		"two\nlines\r\tand  tabs":              "two lines and tabs",
+		"csi\u009b31m c1":                      "csi31m c1",
+		"del\x7f and bs\b":                     "del and bs",
 		"bidi \u202egnp.exe\u202c zero\u200bw": "bidi gnp.exe zerow",
-		"bad utf8 \xff\xfe end":                 "bad utf8 end",
-		"  leading and trailing \n":             "leading and trailing",
-		"üñí 中文 emoji 🚀":                        "üñí 中文 emoji 🚀",
+		"bad utf8 \xff\xfe end":                "bad utf8 end",
+		"  leading and trailing \n":            "leading and trailing",
+		"üñí 中文 emoji 🚀":                       "üñí 中文 emoji 🚀",
 	} {
 		if got := Text(in); got != want {
 			t.Errorf("Text(%q) = %q, want %q", in, got, want)

@@ -43,7 +43,7 @@ func TestInputsAreCachedPerAccount(t *testing.T) {
 	a := &Agent{cfg: Config{Controller: tr}, inputs: &inputCache{dir: filepath.Join(dir, "inputs")}}
 	run := func(account, artifact string) (string, error) {
 		at := &attempt{a: a, asg: agentproto.Assignment{AttemptID: "att_x", ProjectID: "prj_x", AccountID: account,
-			Inputs: []agentproto.InputArtifact{{ID: artifact, SHA256: sum, Filename: "data"}}}}
+			Inputs: []agentproto.InputArtifact{{ID: artifact, SHA256: sum, Size: int64(len(tr.bytes[artifact])), Filename: "data"}}}}
 		ins, err := at.resolveInputs(t.Context())
 		if err != nil {
 			return "", err

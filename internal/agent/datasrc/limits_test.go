@@ -55,7 +55,7 @@ func TestDownloadStopsAtTheDeclaredSize(t *testing.T) {
 	}
 	c, root := newCache(t, srv, nil)
 	_, _, err := c.Acquire(t.Context(), agentproto.DataSource{Name: "m", Source: agentproto.DataSourceHuggingFace,
-		Repo: "o/m", RepoType: "model", Revision: commit, MountPath: "/m"})
+		Repo: "o/m", RepoType: "model", Revision: commit, MountPath: "/m", Account: "acct_a"})
 	if err == nil || !strings.Contains(err.Error(), "more than the 1000 bytes declared") {
 		t.Fatalf("error: got %v, want the download stopped at the listed size", err)
 	}

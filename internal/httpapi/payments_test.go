@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -36,6 +37,9 @@ type facilitator struct {
 	mu      sync.Mutex
 	down    bool
 	decline string
+	// settleDecline, when set, is /settle's answer while /verify passes
+	// (the reference facilitator answers a spent nonce so).
+	settleDecline string
 	// dropSettle executes a settlement and then answers 502 without a
 	// result, as when the answer is lost or the server dies meanwhile.
 	dropSettle bool
@@ -112,6 +116,9 @@ func (f *facilitator) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"isValid": reason == "", "invalidReason": reason, "payer": a.From})
 	case "/settle":
 		f.settles++
+		if reason == "" {
+			reason = f.settleDecline
+		}
 		if reason != "" {
 			_ = json.NewEncoder(w).Encode(map[string]any{"success": false, "errorReason": reason, "transaction": "",
 				"network": req.PaymentRequirements.Network, "payer": a.From})
@@ -152,8 +159,14 @@ type payEnv struct {
 
 func startPayEnv(t *testing.T, eng apitest.Engine) *payEnv {
 	t.Helper()
+	return startPayEnvChain(t, eng, nil)
+}
+
+// startPayEnvChain is startPayEnv with chain as the payment service's node.
+func startPayEnvChain(t *testing.T, eng apitest.Engine, chain payment.Chain) *payEnv {
+	t.Helper()
 	fac := newFacilitator(t)
-	e := apitest.Start(t, apitest.Options{Store: eng.Open(t), AuthRatePerAddress: -1, AuthRatePerIP: -1,
+	e := apitest.Start(t, apitest.Options{Store: eng.Open(t), AuthRatePerAddress: -1, AuthRatePerIP: -1, Chain: chain,
 		Payments: &payment.Config{FacilitatorURL: fac.srv.URL, Network: "eip155:8453", Asset: testAsset,
 			AssetName: "Test USD", AssetVersion: "2", PayTo: testPayTo}})
 	w := newTestWallet(t, 9)
@@ -716,6 +729,65 @@ func TestShortfallPaidThenResent(t *testing.T) {
 		}
 		if bal := balanceAgrees(t, c); bal.HeldUSD != defaultRateMicros || bal.AvailableUSD != 0 {
 			t.Errorf("balance: got %+v, want the job's hold of all of it", bal)
+		}
+	})
+}
+
+// countingChain is a stand-in for the chain node (no chain runs in these
+// tests; test/payments runs a real one): it counts the lookups and
+// answers that every authorization it is asked about was paid.
+type countingChain struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *countingChain) Paid(context.Context, payment.Address, payment.Address, payment.Address, *big.Int, [32]byte) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	return "0x" + strings.Repeat("ab", 32), nil
+}
+
+func (c *countingChain) lookups() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
+// The chain is asked only about a settlement this service sent before: a
+// fresh credential the facilitator calls spent is declined without a
+// lookup (a stranger cannot make the service search the chain's history
+// for an authorization of their choosing), while the payer's retry of a
+// settle whose answer was lost is found there and credited once.
+func TestPayChainLookupOnlyForSentSettlements(t *testing.T) {
+	forEngine(t, func(t *testing.T, eng apitest.Engine) {
+		chain := &countingChain{}
+		p := startPayEnvChain(t, eng, chain)
+		tr, _ := p.topup(t, 2)
+		p.fac.set(func(f *facilitator) { f.settleDecline = "invalid_exact_evm_nonce_already_used" })
+		if env := p.payMPP(t, payPath(tr.Quote.ID), p.mppCredential(t, tr)).Fail(t, http.StatusPaymentRequired); env.Code != "payment_declined" {
+			t.Errorf("fresh spent credential: got %q, want payment_declined", env.Code)
+		}
+		if n := chain.lookups(); n != 0 {
+			t.Fatalf("a fresh credential the facilitator calls spent made %d chain lookups, want 0", n)
+		}
+		if bal := balanceAgrees(t, p.c); bal.LedgerBalanceUSD != 0 {
+			t.Fatalf("credited a declined payment: %+v", bal)
+		}
+
+		tr2, _ := p.topup(t, 3)
+		cred := p.mppCredential(t, tr2)
+		p.fac.set(func(f *facilitator) { f.settleDecline, f.dropSettle = "", true })
+		p.payMPP(t, payPath(tr2.Quote.ID), cred).Fail(t, http.StatusServiceUnavailable)
+		// The settle went through but its answer was lost; the facilitator
+		// now calls the nonce spent, as the reference one does.
+		p.fac.set(func(f *facilitator) { f.settleDecline, f.dropSettle = "invalid_exact_evm_nonce_already_used", false })
+		p.payMPP(t, payPath(tr2.Quote.ID), cred).Want(t, http.StatusCreated)
+		if n := chain.lookups(); n != 1 {
+			t.Errorf("the retry of a sent settlement made %d chain lookups, want 1", n)
+		}
+		if bal := balanceAgrees(t, p.c); bal.LedgerBalanceUSD != 3_000_000 {
+			t.Errorf("balance: got %+v, want 3", bal)
 		}
 	})
 }

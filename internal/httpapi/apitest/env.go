@@ -58,6 +58,9 @@ type Options struct {
 	// set to the test server's URL); Facilitator replaces the HTTP one.
 	Payments    *payment.Config
 	Facilitator payment.Facilitator
+	// Chain is the node the payment service asks when a settle answer
+	// was lost (nil: none, as without --x402-rpc-url).
+	Chain payment.Chain
 	// WalletPolicy and the auth rate limits configure wallet sign-in
 	// (0: the defaults, negative: unlimited).
 	WalletPolicy                      *auth.WalletPolicy
@@ -195,7 +198,7 @@ func Start(t testing.TB, opts Options) *Env {
 	if fac == nil && pcfg.FacilitatorURL != "" {
 		fac = facilitatorhttp.New(pcfg.FacilitatorURL, pcfg.FacilitatorHeaders, pcfg.FacilitatorTimeout)
 	}
-	e.Payments = payment.NewService(pcfg, db, clk, log, fac, nil)
+	e.Payments = payment.NewService(pcfg, db, clk, log, fac, opts.Chain)
 	e.Server = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
 		Version: "test", Payments: e.Payments, AuthRatePerAddress: opts.AuthRatePerAddress, AuthRatePerIP: opts.AuthRatePerIP,

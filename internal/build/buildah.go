@@ -40,18 +40,27 @@ func (b *Builder) buildah(args ...string) command {
 	}
 }
 
-// runsc returns a runsc command against the state root the builder gives
+// buildahIn returns a buildah subcommand of a build in slot sl: its TMPDIR
+// (where RUN steps' bundles go) is the slot's.
+func (b *Builder) buildahIn(sl *slot, args ...string) command {
+	c := b.buildah(args...)
+	c.env = append(c.env, "TMPDIR="+sl.tmpDir) // the last one wins
+	return c
+}
+
+// runsc returns a runsc command against a runsc state root the builder gives
 // buildah's RUN steps.
-func (b *Builder) runsc(args ...string) command {
+func (b *Builder) runsc(root string, args ...string) command {
 	return command{
 		path:      b.cfg.RunscPath,
-		args:      append([]string{"--root", b.runscRoot()}, args...),
+		args:      append([]string{"--root", root}, args...),
 		waitDelay: b.cfg.WaitDelay,
 	}
 }
 
-// budArgs is the `buildah bud` command line after the global flags.
-func (b *Builder) budArgs(req Request, iidFile string) []string {
+// budArgs is the `buildah bud` command line after the global flags, for a
+// build in slot sl.
+func (b *Builder) budArgs(sl *slot, req Request, iidFile string) []string {
 	args := []string{
 		"bud",
 		"--layers",   // cache every step: a code-only change rebuilds in about a second
@@ -83,7 +92,7 @@ func (b *Builder) budArgs(req Request, iidFile string) []string {
 		}
 		args = append(args, "--network", network,
 			"--runtime", b.cfg.RunscPath,
-			"--runtime-flag", "root="+b.runscRoot(),
+			"--runtime-flag", "root="+sl.runscRoot,
 			// runsc's default, overlay2=root:self, keeps rootfs writes in a
 			// sandbox-private filestore: the RUN step succeeds but buildah
 			// commits none of its changes. Writes must reach the host rootfs.
@@ -131,12 +140,12 @@ func ChrootUlimits() []string {
 }
 
 // bud runs `buildah bud` and returns the built image's ID.
-func (b *Builder) bud(ctx context.Context, req Request, out io.Writer) (string, error) {
-	iidFile := filepath.Join(b.cfg.TmpDir, "iid-"+rand.Text())
+func (b *Builder) bud(ctx context.Context, sl *slot, req Request, out io.Writer) (string, error) {
+	iidFile := filepath.Join(sl.tmpDir, "iid-"+rand.Text())
 	defer os.Remove(iidFile)
-	cmd := b.buildah(b.budArgs(req, iidFile)...)
+	cmd := b.buildahIn(sl, b.budArgs(sl, req, iidFile)...)
 	cmd.out = out
-	cmd.onKill = func() { b.killSandboxes(ctx) }
+	cmd.onKill = func() { b.killSandboxes(ctx, sl.runscRoot) }
 	if err := cmd.run(ctx); err != nil {
 		return "", err
 	}
@@ -153,12 +162,17 @@ func (b *Builder) bud(ctx context.Context, req Request, out io.Writer) (string, 
 
 // export pushes the image into the pool, normalises it (layout.go) and
 // writes it as a fresh OCI layout under ImagesDir. It returns the layout's
-// directory and the manifest digest.
-func (b *Builder) export(ctx context.Context, imageID, tag string, out io.Writer) (dir string, digest v1.Hash, err error) {
-	digestFile := filepath.Join(b.cfg.TmpDir, "digest-"+rand.Text())
+// directory and the manifest digest. Exports take turns: every push names
+// the same reference in the pool's index (a concurrent one would replace
+// this one's before normalize reads it), and normalize removes the blobs
+// buildah pushed, which a concurrent push may be reusing.
+func (b *Builder) export(ctx context.Context, sl *slot, imageID, tag string, out io.Writer) (dir string, digest v1.Hash, err error) {
+	b.exportMu.Lock()
+	defer b.exportMu.Unlock()
+	digestFile := filepath.Join(sl.tmpDir, "digest-"+rand.Text())
 	defer os.Remove(digestFile)
 	fmt.Fprintf(out, "skiff: exporting image %s\n", imageID)
-	cmd := b.buildah("push", "--quiet",
+	cmd := b.buildahIn(sl, "push", "--quiet",
 		// The pool keeps layers uncompressed (hosts unpack them at once):
 		// compressing them here only to decompress them in normalize cost
 		// about a third of the export.
@@ -212,12 +226,14 @@ func (b *Builder) validateLayout(dir string, digest v1.Hash, v validation) ([]st
 // ResetLayerCache removes every image the builder has made from buildah's
 // storage: the whole --layers cache, which otherwise only grows. Named images
 // (the operator's base images) stay, and so do published layouts. The next
-// build of each project runs all its steps again.
+// build of each project runs all its steps again. It waits until no build
+// runs (a running one may be using those images), and builds wait for it.
 func (b *Builder) ResetLayerCache(ctx context.Context) error {
-	if err := b.acquire(ctx); err != nil {
+	if err := b.slots.acquireAll(ctx); err != nil {
 		return err
 	}
-	defer b.release()
+	defer b.slots.releaseAll()
+	b.sweepIfPending(ctx)
 	// The builder never names its images, so "dangling" is exactly its own.
 	if _, err := b.buildah("rmi", "--prune", "--force").output(ctx); err != nil {
 		return fmt.Errorf("resetting the layer cache: %w", err)

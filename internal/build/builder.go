@@ -11,13 +11,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Builder turns a project's build context into a published OCI image layout.
-// Builds run one at a time: on 2 cores a second concurrent build only slows
-// both, and serial builds let the cleanup after a kill sweep the builder's
-// whole storage without hurting a neighbour.
+// It runs up to Config.Workers builds at once, each in a slot of its own
+// (slots.go), so that one build's cleanup after a kill never reaches a
+// neighbour's sandboxes.
 type Builder struct {
 	cfg         Config
 	logger      *slog.Logger
@@ -25,7 +27,13 @@ type Builder struct {
 	network     filteredNetwork // with NetworkFiltered
 	policy      imagePolicy
 	trees       *treeCache // flattened layers, for validation
-	sem         chan struct{}
+	slots       *slots
+	// exportMu makes exports (push into the blob pool, normalize, link the
+	// layout) and PruneBlobPool take turns: they share the pool.
+	exportMu sync.Mutex
+	// sweepPending is set by a failed build whose working containers may be
+	// left in storage; the next moment no build runs, they are removed.
+	sweepPending atomic.Bool
 }
 
 // Request is one build.
@@ -114,9 +122,9 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Builder, error)
 		buildahPath: buildahPath,
 		policy:      imagePolicy{allowed: cfg.AllowedBaseImages},
 		trees:       newTreeCache(maxCachedTreeEntries),
-		sem:         make(chan struct{}, 1),
+		slots:       slotsFor(cfg),
 	}
-	for _, dir := range []string{cfg.StorageRoot, cfg.RunRoot, b.runscRoot(), cfg.TmpDir} {
+	for _, dir := range []string{cfg.StorageRoot, cfg.RunRoot, runscBaseRoot(cfg), cfg.TmpDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("creating build directory: %w", err)
 		}
@@ -131,8 +139,14 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Builder, error)
 			return nil, fmt.Errorf("creating images directory: %w", err)
 		}
 	}
-	b.killSandboxes(ctx)
-	b.removeLeftovers(ctx)
+	b.recoverAll(ctx)
+	for _, sl := range b.slots.all { // after recoverAll, which empties TmpDir
+		for _, dir := range []string{sl.runscRoot, sl.tmpDir} {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("creating build directory: %w", err)
+			}
+		}
+	}
 	return b, nil
 }
 
@@ -149,19 +163,6 @@ func checkExecutableFile(path string) error {
 
 // Config returns the builder's configuration with its defaults filled in.
 func (b *Builder) Config() Config { return b.cfg }
-
-func (b *Builder) runscRoot() string { return filepath.Join(b.cfg.RunRoot, runscStateDirName) }
-
-func (b *Builder) acquire(ctx context.Context) error {
-	select {
-	case b.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for the builder: %w", ctx.Err())
-	}
-}
-
-func (b *Builder) release() { <-b.sem }
 
 var (
 	tagPattern      = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
@@ -191,10 +192,11 @@ func (b *Builder) Build(ctx context.Context, req Request) (*Result, error) {
 		return nil, &UserError{Kind: FailureRejected, Message: strings.Join(problems, "; ")}
 	}
 
-	if err := b.acquire(ctx); err != nil {
+	sl, err := b.slots.acquire(ctx)
+	if err != nil {
 		return nil, err
 	}
-	defer b.release()
+	defer b.finish(ctx, sl)
 	// The timeout starts once the build runs, not while it waits its turn.
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -202,22 +204,22 @@ func (b *Builder) Build(ctx context.Context, req Request) (*Result, error) {
 	tail := NewTailWriter(DefaultLogTailBytes)
 	out := io.MultiWriter(safeWriter{req.Log}, tail)
 	res := &Result{}
-	logger := b.logger.With("tag", req.Tag)
+	logger := b.logger.With("tag", req.Tag, "slot", sl.index)
 
 	phase := time.Now()
-	imageID, err := b.bud(runCtx, req, out)
+	imageID, err := b.bud(runCtx, sl, req, out)
 	res.Timings.Build = time.Since(phase)
 	if err != nil {
-		return nil, b.failed(ctx, runCtx, out, err, timeout, func() error {
+		return nil, b.failed(ctx, runCtx, sl, out, err, timeout, func() error {
 			return classifyBuildahFailure(err, tail.String(), b.cfg.MemoryLimit)
 		})
 	}
 
 	phase = time.Now()
-	tmpLayout, digest, err := b.export(runCtx, imageID, req.Tag, out)
+	tmpLayout, digest, err := b.export(runCtx, sl, imageID, req.Tag, out)
 	res.Timings.Export = time.Since(phase)
 	if err != nil {
-		return nil, b.failed(ctx, runCtx, out, err, timeout, func() error { return err })
+		return nil, b.failed(ctx, runCtx, sl, out, err, timeout, func() error { return err })
 	}
 	defer os.RemoveAll(tmpLayout) // gone already once published
 
@@ -226,7 +228,7 @@ func (b *Builder) Build(ctx context.Context, req Request) (*Result, error) {
 	problems, err := b.validateLayout(tmpLayout, digest, v)
 	res.Timings.Validate = time.Since(phase)
 	if err != nil {
-		return nil, b.failed(ctx, runCtx, out, err, timeout, func() error { return err })
+		return nil, b.failed(ctx, runCtx, sl, out, err, timeout, func() error { return err })
 	}
 	if len(problems) > 0 {
 		msg := "image validation failed: " + strings.Join(problems, "; ")
@@ -251,22 +253,23 @@ func (b *Builder) Build(ctx context.Context, req Request) (*Result, error) {
 // failed turns an error from a build phase into Build's error. When the
 // build's own timeout ended it, that is the project's failure; when the
 // caller's context did (shutdown), it is not. Either way the kill may have
-// left sandboxes and working containers behind.
-func (b *Builder) failed(ctx, runCtx context.Context, out io.Writer, err error, timeout time.Duration, classify func() error) error {
+// left sandboxes and working containers behind: the slot's sandboxes go now,
+// the working containers once no build runs (finish).
+func (b *Builder) failed(ctx, runCtx context.Context, sl *slot, out io.Writer, err error, timeout time.Duration, classify func() error) error {
 	switch {
 	case ctx.Err() != nil:
-		b.killSandboxes(ctx)
-		b.removeLeftovers(ctx)
+		b.killSandboxes(ctx, sl.runscRoot)
+		b.cleanSlot(ctx, sl)
 		fmt.Fprintf(out, "skiff: build interrupted: %v\n", ctx.Err())
 		return fmt.Errorf("build interrupted: %w", errors.Join(ctx.Err(), err))
 	case runCtx.Err() != nil:
-		b.killSandboxes(ctx)
-		b.removeLeftovers(ctx)
+		b.killSandboxes(ctx, sl.runscRoot)
+		b.cleanSlot(ctx, sl)
 		msg := fmt.Sprintf("build ran past its timeout of %s and was stopped", timeout)
 		fmt.Fprintf(out, "skiff: %s\n", msg)
 		return &UserError{Kind: FailureTimeout, Message: msg, Err: err}
 	}
-	b.removeLeftovers(ctx)
+	b.cleanSlot(ctx, sl)
 	return classify()
 }
 

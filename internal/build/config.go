@@ -109,7 +109,8 @@ type Config struct {
 	ResolvConf []string
 
 	// MemoryLimit is buildah's --memory for each RUN step, e.g. "2g". It also
-	// covers gVisor's own sentry and gofer. Default "2g".
+	// covers gVisor's own sentry and gofer. Default "2g". Each of the Workers
+	// builds has its own: together they may use Workers x MemoryLimit.
 	MemoryLimit string
 
 	// CPUs caps each RUN step's CPU time in cores (a cgroup CPU quota that
@@ -117,6 +118,12 @@ type Config struct {
 	// machine's cores, at least one, so a build cannot starve the controller
 	// and the tasks beside it.
 	CPUs float64
+
+	// Workers is how many builds run at once (buildah bud, export and
+	// validation), each in a slot with its own runsc root and TMPDIR; more
+	// wait their turn. 1 to MaxWorkers; default 1. The memory and CPU caps
+	// are per build.
+	Workers int
 
 	// PullPolicy is buildah's --pull for base images: "missing" (default),
 	// "never" or "always".
@@ -138,6 +145,11 @@ type Config struct {
 	// it has been killed before giving up on them. Default 10 s.
 	WaitDelay time.Duration
 }
+
+// MaxWorkers bounds Config.Workers: each running RUN step takes an address
+// of the filtered build network, a /28 with 13 to hand out; and on the
+// small machines Skiff targets more builds at once only slow each other.
+const MaxWorkers = 8
 
 const (
 	defaultNftPath       = "nft"
@@ -190,6 +202,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.MemoryLimit == "" {
 		cfg.MemoryLimit = defaultMemoryLimit
 	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 1
+	}
 	if cfg.PullPolicy == "" {
 		cfg.PullPolicy = defaultPullPolicy
 	}
@@ -237,6 +252,9 @@ func (cfg Config) Validate() error {
 	}
 	if !memoryLimitPattern.MatchString(cfg.MemoryLimit) {
 		add("memory limit %q: want a number with an optional b, k, m or g suffix", cfg.MemoryLimit)
+	}
+	if cfg.Workers < 1 || cfg.Workers > MaxWorkers {
+		add("workers %d: want 1 to %d", cfg.Workers, MaxWorkers)
 	}
 	if cfg.CPUs < 0.01 {
 		add("cpus %v: want at least 0.01", cfg.CPUs)

@@ -80,7 +80,7 @@ func TestBudArgsNetworkAndCPUs(t *testing.T) {
 	} {
 		cfg := Config{StorageRoot: "/d/buildah/storage", ImagesDir: "/d/images", Network: tt.network, CPUs: 1.5}.withDefaults()
 		b := &Builder{cfg: cfg, buildahPath: cfg.BuildahPath, network: newFilteredNetwork(cfg)}
-		c := b.buildah(b.budArgs(Request{ContextDir: "/ctx", Dockerfile: "Dockerfile"}, "/tmp/iid")...)
+		c := b.buildah(b.budArgs(slotsFor(cfg).all[0], Request{ContextDir: "/ctx", Dockerfile: "Dockerfile"}, "/tmp/iid")...)
 		line := strings.Join(c.args, " ")
 		if !strings.Contains(line, "--network "+tt.wantNetwork) {
 			t.Errorf("%s: %q lacks --network %s", tt.network, line, tt.wantNetwork)

@@ -6,7 +6,8 @@ func (b *Builder) BareBudCommand(req Request, iidFile string) (path string, args
 	if req.Dockerfile == "" {
 		req.Dockerfile = "Dockerfile"
 	}
-	c := b.buildah(b.budArgs(req, iidFile)...)
+	sl := b.slots.all[0]
+	c := b.buildahIn(sl, b.budArgs(sl, req, iidFile)...)
 	return c.path, c.args, c.env
 }
 

@@ -219,12 +219,14 @@ func publishLayout(tmp, final string) (reused bool, err error) {
 // PruneBlobPool removes pooled blobs that no published layout links to any
 // more (after the server deleted some layouts) and returns how many it
 // removed. The layers it removes are exported afresh if a later build needs
-// them. It waits for a running build, which may be linking blobs.
+// them. It waits for a running export, which may be linking blobs; a
+// layout exported but not yet published holds links of its own.
 func (b *Builder) PruneBlobPool(ctx context.Context) (int, error) {
-	if err := b.acquire(ctx); err != nil {
+	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	defer b.release()
+	b.exportMu.Lock()
+	defer b.exportMu.Unlock()
 	dir := filepath.Join(b.poolDir(), "blobs", "sha256")
 	entries, err := os.ReadDir(dir)
 	if err != nil {

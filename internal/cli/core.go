@@ -68,6 +68,7 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties,
 	b, err := build.New(ctx, build.Config{
 		BuildahPath: f.build.buildah, RunscPath: f.build.runsc, StorageRoot: filepath.Join(dataDir, "buildah", "storage"), ImagesDir: imagesDir,
 		Isolation: f.build.isolation, Network: f.build.network, MemoryLimit: f.build.memory, CPUs: f.build.cpus,
+		Workers:           f.fair.buildWorkers, // one buildah per queue worker
 		AllowedBaseImages: splitList(f.build.allowBases),
 	}, log.With("component", "builder"))
 	if err != nil {

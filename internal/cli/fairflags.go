@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/project"
 )
 
@@ -22,7 +23,7 @@ type fairFlags struct {
 }
 
 func (f *fairFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&f.buildWorkers, "build-workers", project.DefaultBuildWorkers, "builds the queue runs at once, handed out round-robin across accounts (env SKIFF_BUILD_WORKERS)")
+	fs.IntVar(&f.buildWorkers, "build-workers", project.DefaultBuildWorkers, fmt.Sprintf("builds run at once (1 to %d), handed out round-robin across accounts; each runs its own buildah under its own --build-memory and --build-cpus caps (env SKIFF_BUILD_WORKERS)", build.MaxWorkers))
 	fs.IntVar(&f.buildsPerAccount, "build-max-running-per-account", 0, "builds of one account the queue runs at once (0: one less than --build-workers, at least 1, so a worker is left for the other accounts) (env SKIFF_BUILD_MAX_RUNNING_PER_ACCOUNT)")
 	fs.DurationVar(&f.buildTimeout, "build-timeout", project.DefaultMaxBuildTime, "longest any build may run; a project's setup_timeout_s above it is cut to it (env SKIFF_BUILD_TIMEOUT)")
 	fs.IntVar(&f.queuedBuilds, "build-max-queued-per-account", project.DefaultMaxQueuedBuilds, "pushes one account may have queued or building at once; one more answers 429 build_queue_full (0: no cap) (env SKIFF_BUILD_MAX_QUEUED_PER_ACCOUNT)")
@@ -34,8 +35,8 @@ func (f *fairFlags) register(fs *flag.FlagSet) {
 
 func (f *fairFlags) validate() error {
 	switch {
-	case f.buildWorkers < 1:
-		return fmt.Errorf("--build-workers must be at least 1")
+	case f.buildWorkers < 1 || f.buildWorkers > build.MaxWorkers:
+		return fmt.Errorf("--build-workers must be 1 to %d", build.MaxWorkers)
 	case f.buildsPerAccount < 0:
 		return fmt.Errorf("--build-max-running-per-account must be 0 (automatic) or more")
 	case f.buildTimeout < time.Second:

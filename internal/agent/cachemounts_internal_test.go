@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -26,10 +27,10 @@ func fillCache(t *testing.T, dir string, bytes int, used time.Time) {
 // first; a held cache stays whatever its age.
 func TestCacheMountsEvictLeastRecentlyUsed(t *testing.T) {
 	c := &cacheMounts{root: t.TempDir(), maxBytes: 2500, log: slog.New(slog.DiscardHandler), inUse: map[string]int{}}
-	old, _ := c.dir("prj_a", 0, "oldest")
-	held, _ := c.dir("prj_a", 0, "held")
-	mid, _ := c.dir("prj_b", 0, "middle")
-	now, _ := c.dir("prj_b", 0, "newest")
+	old, _ := c.dir(context.Background(), "prj_a", 0, "oldest")
+	held, _ := c.dir(context.Background(), "prj_a", 0, "held")
+	mid, _ := c.dir(context.Background(), "prj_b", 0, "middle")
+	now, _ := c.dir(context.Background(), "prj_b", 0, "newest")
 	base := time.Now().Add(-time.Hour)
 	fillCache(t, held, 1000, base)
 	fillCache(t, old, 1000, base.Add(time.Minute))
@@ -49,19 +50,19 @@ func TestCacheMountsEvictLeastRecentlyUsed(t *testing.T) {
 // attempt holds them; other projects keep theirs.
 func TestCacheMountsNewEpochDropsOld(t *testing.T) {
 	c := &cacheMounts{root: t.TempDir(), log: slog.New(slog.DiscardHandler), inUse: map[string]int{}}
-	a0, _ := c.dir("prj_a", 0, "k")
-	b0, _ := c.dir("prj_b", 0, "k")
+	a0, _ := c.dir(context.Background(), "prj_a", 0, "k")
+	b0, _ := c.dir(context.Background(), "prj_b", 0, "k")
 	fillCache(t, a0, 10, time.Now())
 	fillCache(t, b0, 10, time.Now())
 	release := c.hold(a0)
-	if _, err := c.dir("prj_a", 1, "k"); err != nil {
+	if _, err := c.dir(context.Background(), "prj_a", 1, "k"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(a0); err != nil {
 		t.Errorf("held epoch 0 cache: %v, want it kept while held", err)
 	}
 	release()
-	a1, _ := c.dir("prj_a", 1, "k")
+	a1, _ := c.dir(context.Background(), "prj_a", 1, "k")
 	if _, err := os.Stat(a0); !os.IsNotExist(err) {
 		t.Errorf("epoch 0 cache after release: stat %v, want it removed", err)
 	}

@@ -73,3 +73,40 @@ func TestCacheMountsNewEpochDropsOld(t *testing.T) {
 		t.Errorf("epoch 1 dir: got %s", a1)
 	}
 }
+
+// At start-up, with bounded caches, a project's plain directory without an
+// image (left by a run without the quota) and an image of another size go;
+// a volume of the configured size stays. Without the quota the images go.
+func TestCacheMountsTidy(t *testing.T) {
+	root := t.TempDir()
+	image := func(name string, size int64) string {
+		p := filepath.Join(root, name+".img")
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(p, size); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(filepath.Join(root, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	plain := filepath.Join(root, "prj_plain", "0", "k")
+	fillCache(t, plain, 10, time.Now())
+	kept := image("prj_kept", 16<<20)
+	resized := image("prj_resized", 32<<20)
+	c := &cacheMounts{root: root, volumeBytes: 16 << 20, log: slog.New(slog.DiscardHandler), inUse: map[string]int{}}
+	c.tidy()
+	for p, want := range map[string]bool{filepath.Join(root, "prj_plain"): false, kept: true, filepath.Join(root, "prj_kept"): true,
+		resized: false, filepath.Join(root, "prj_resized"): false} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("bounded: %s exists=%v, want %v", filepath.Base(p), err == nil, want)
+		}
+	}
+	c.volumeBytes = 0
+	c.tidy()
+	if _, err := os.Stat(kept); !os.IsNotExist(err) {
+		t.Errorf("unbounded: the image is left (%v), want it removed", err)
+	}
+}

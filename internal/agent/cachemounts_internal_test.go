@@ -6,8 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skiffhq/skiff/internal/sandbox/diskquota"
+	"github.com/skiffhq/skiff/internal/testenv"
 )
 
 func fillCache(t *testing.T, dir string, bytes int, used time.Time) {
@@ -109,4 +113,58 @@ func TestCacheMountsTidy(t *testing.T) {
 	if _, err := os.Stat(kept); !os.IsNotExist(err) {
 		t.Errorf("unbounded: the image is left (%v), want it removed", err)
 	}
+}
+
+// On the projects' volumes the caches are still evicted whole, least
+// recently used first, across projects, and an older epoch still goes.
+func TestCacheMountsEvictOnVolumes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.Skip(t, "agent: mounting cache-mount volumes needs root")
+	}
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		testenv.Skipf(t, "agent: no loop devices: %v", err)
+	}
+	root := t.TempDir()
+	c := &cacheMounts{root: root, maxBytes: 2500, volumeBytes: 16 << 20, log: slog.New(slog.DiscardHandler), inUse: map[string]int{}}
+	t.Cleanup(func() { _, _ = diskquota.Reap(root) })
+	ctx := context.Background()
+	old, _ := c.dir(ctx, "prj_a", 0, "oldest")
+	mid, _ := c.dir(ctx, "prj_b", 0, "middle")
+	now, err := c.dir(ctx, "prj_b", 0, "newest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now().Add(-time.Hour)
+	fillCache(t, old, 1000, base)
+	fillCache(t, mid, 1000, base.Add(time.Minute))
+	fillCache(t, now, 1000, base.Add(2*time.Minute))
+	for _, p := range []string{"prj_a", "prj_b"} {
+		if mounted, err := isMountPoint(filepath.Join(root, p)); err != nil || !mounted {
+			t.Fatalf("%s: mounted %v (%v), want its own volume", p, mounted, err)
+		}
+	}
+	c.evict()
+	for dir, want := range map[string]bool{old: false, mid: true, now: true} {
+		if _, err := os.Stat(dir); (err == nil) != want {
+			t.Errorf("%s: exists=%v, want %v", filepath.Base(dir), err == nil, want)
+		}
+	}
+	if _, err := c.dir(ctx, "prj_b", 1, "newest"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(now); !os.IsNotExist(err) {
+		t.Errorf("epoch 0 cache of prj_b after a new epoch: stat %v, want it removed", err)
+	}
+}
+
+// isMountPoint reports whether dir is the root of a filesystem.
+func isMountPoint(dir string) (bool, error) {
+	var st, parent syscall.Stat_t
+	if err := syscall.Lstat(dir, &st); err != nil {
+		return false, err
+	}
+	if err := syscall.Lstat(filepath.Dir(dir), &parent); err != nil {
+		return false, err
+	}
+	return st.Dev != parent.Dev, nil
 }

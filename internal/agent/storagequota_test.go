@@ -84,8 +84,9 @@ func TestAgentGVisorStorageQuota(t *testing.T) {
 // With a storage quota, a project's cache mounts live on a filesystem of
 // their own of CacheMountBytes: a runner writing past it gets ENOSPC and
 // the attempt ends with a storage error that names the cache mount, while
-// what it wrote below the cap stays for the project's next attempt. The
-// volume is unmounted when the agent stops. Not parallel, like
+// what it wrote below the cap stays for the project's next attempt. A
+// volume a crash left mounted is unmounted when the agent starts, and the
+// project's when it stops. Not parallel, like
 // TestAgentGVisor.
 func TestAgentGVisorCacheMountQuota(t *testing.T) {
 	d := gvisortest.Driver(t, "skiff-agent-cmquota")
@@ -95,8 +96,16 @@ func TestAgentGVisorCacheMountQuota(t *testing.T) {
 	stop := runAgent(t, fc, d, img, func(c *agent.Config) {
 		root = filepath.Join(filepath.Dir(c.CacheRoot), "cache-mounts")
 		c.CacheMountRoot, c.StorageQuota, c.CacheMountBytes = root, true, 32<<20
+		// A crash left another project's volume mounted.
+		if err := sandbox.EnsureVolume(context.Background(), filepath.Join(root, "prj_left"), 32<<20); err != nil {
+			t.Fatal(err)
+		}
 	})
 	t.Cleanup(func() { stop(); _, _ = diskquota.Reap(root) })
+	fc.waitFor("registration", func() bool { return len(fc.registers) > 0 })
+	if mountedBelow(t, root) {
+		t.Error("the cache-mount volume a crash left is still mounted after the agent started")
+	}
 	caches := []agentproto.CacheMount{{Name: "deps", Path: "/cache/deps"}}
 
 	asg := assignment(t, img, sandboxtest.Payload{WriteFile: []string{"/cache/deps/kept"}, FillMB: 64, FillDir: "/cache/deps"})

@@ -105,6 +105,11 @@ type Config struct {
 	// CacheMountMaxBytes caps CacheMountRoot: whole caches no attempt
 	// holds are removed, least recently used first, past it. 0: no cap.
 	CacheMountMaxBytes int64
+	// CacheMountBytes, with StorageQuota, bounds each project's cache
+	// mounts on this host: <CacheMountRoot>/<project id> is a filesystem
+	// of its own of this size, kept between attempts, holding all its
+	// epochs and caches; writes past it fail with ENOSPC. 0: unbounded.
+	CacheMountBytes int64
 	// Slots is how many attempts run at once; 0 means runtime.NumCPU().
 	Slots int
 
@@ -287,7 +292,7 @@ func New(cfg Config) (*Agent, error) {
 	return &Agent{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, running: make(map[string]*attempt),
 		inputs:      &inputCache{dir: cfg.InputRoot},
 		images:      &imageFetches{root: strings.TrimRight(cfg.WorkRoot, "/") + "-images", log: cfg.Logger},
-		cacheMounts: &cacheMounts{root: cfg.CacheMountRoot, maxBytes: cfg.CacheMountMaxBytes, log: cfg.Logger, inUse: map[string]int{}},
+		cacheMounts: &cacheMounts{root: cfg.CacheMountRoot, maxBytes: cfg.CacheMountMaxBytes, volumeBytes: cacheMountBytes(&cfg), log: cfg.Logger, inUse: map[string]int{}},
 		gpus:        gpu.NewAllocator(cfg.Capacity.GPUs)}, nil
 }
 
@@ -309,6 +314,12 @@ func (a *Agent) HostID() string {
 // reports, and returns ctx's error.
 func (a *Agent) Run(ctx context.Context) error {
 	a.clearWorkRoot()
+	// The cache-mount volumes a crashed run left mounted are unmounted
+	// (each is mounted again on its project's next attempt). The project
+	// caches under CacheRoot are not: the local host's warm sandboxes,
+	// booted before Run, may have theirs mounted already.
+	a.unmountVolumes("cache mounts' filesystems left by an earlier run", a.cfg.CacheMountRoot)
+	a.cacheMounts.tidy()
 	// Reports outlive ctx by the shutdown grace, so that attempts killed
 	// by the shutdown are still reported.
 	reportCtx, cancelReports := context.WithCancel(context.WithoutCancel(ctx))
@@ -337,13 +348,32 @@ func (a *Agent) Run(ctx context.Context) error {
 		cancelReports()
 		<-done
 	}
-	// The projects' cache filesystems stay mounted while the host runs;
-	// their images keep the caches for the next start, which mounts them
-	// again on first use.
-	if _, rerr := sandbox.ReapDisks(a.cfg.CacheRoot); rerr != nil {
-		a.log.Warn("unmounting the projects' cache filesystems", "err", rerr)
-	}
+	// The projects' cache and cache-mount filesystems stay mounted while
+	// the host runs; their images keep the caches for the next start,
+	// which mounts them again on first use.
+	a.unmountVolumes("the projects' cache filesystems", a.cfg.CacheRoot, a.cfg.CacheMountRoot)
 	return err
+}
+
+// unmountVolumes unmounts the filesystems mounted below roots (freeing
+// their loop devices) and logs what it did as what.
+func (a *Agent) unmountVolumes(what string, roots ...string) {
+	for _, root := range roots {
+		if n, err := sandbox.ReapDisks(root); err != nil {
+			a.log.Warn("unmounting "+what, "root", root, "err", err)
+		} else if n > 0 {
+			a.log.Info("unmounted "+what, "root", root, "count", n)
+		}
+	}
+}
+
+// cacheMountBytes is the size of each project's cache-mount volume, 0
+// when the host bounds none.
+func cacheMountBytes(cfg *Config) int64 {
+	if !cfg.StorageQuota {
+		return 0
+	}
+	return cfg.CacheMountBytes
 }
 
 // clearWorkRoot removes what an earlier run of this host left in the work

@@ -239,6 +239,13 @@ func newImage(t *testing.T) image {
 // its configuration.
 func startAgent(t *testing.T, fc *fakeController, d sandbox.Driver, img image, opts ...func(*agent.Config)) {
 	t.Helper()
+	t.Cleanup(runAgent(t, fc, d, img, opts...))
+}
+
+// runAgent runs an agent against fc until the returned stop (which may be
+// called more than once) returns.
+func runAgent(t *testing.T, fc *fakeController, d sandbox.Driver, img image, opts ...func(*agent.Config)) (stop func()) {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := agent.Config{
 		Controller:       &agenthttp.Client{BaseURL: fc.srv.URL, Token: testToken},
@@ -265,12 +272,15 @@ func startAgent(t *testing.T, fc *fakeController, d sandbox.Driver, img image, o
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Errorf("Run: got %v, want context.Canceled", err)
-		}
-	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("Run: got %v, want context.Canceled", err)
+			}
+		})
+	}
 }
 
 type testWriter struct{ t *testing.T }

@@ -257,9 +257,7 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 			o.ResultRejected = "result file is not valid JSON"
 		}
 	}
-	if so.StorageExceeded {
-		o.StorageError = fmt.Sprintf("the task used up its storage quota of %d GiB (requirements.storage_gb): writes past it failed with \"no space left on device\"; ask for more storage_gb or write less to the scratch and artifact directories", spec.StorageBytes>>30)
-	}
+	o.StorageError = at.storageError(so, &spec)
 	if so.OutputRejected != "" {
 		o.ArtifactError = "outputs refused: " + so.OutputRejected
 	}
@@ -280,6 +278,27 @@ func (at *attempt) storageBytes() int64 {
 		gb = DefaultStorageGB
 	}
 	return gb << 30
+}
+
+// storageError says in words which quota the runner used up, "" when
+// none: its attempt's storage_gb, or its project's cache mounts on this
+// host.
+func (at *attempt) storageError(so *sandbox.Outcome, spec *sandbox.Spec) string {
+	switch {
+	case so.StorageExceeded:
+		return fmt.Sprintf("the task used up its storage quota of %d GiB (requirements.storage_gb): writes past it failed with \"no space left on device\"; ask for more storage_gb or write less to the scratch and artifact directories", spec.StorageBytes>>30)
+	case so.FullMount != "":
+		return fmt.Sprintf("the task filled its cache mount %s: the project's cache mounts may hold %s on this host, shared by all of them, and writes past it failed with \"no space left on device\"; write less to the cache mounts, or remove what the task no longer needs from them (POST /api/v1/projects/{name}/invalidate starts them empty)", so.FullMount, sizeWords(at.a.cacheMounts.volumeBytes))
+	}
+	return ""
+}
+
+// sizeWords is n bytes in GiB, or MiB under 1 GiB.
+func sizeWords(n int64) string {
+	if n < 1<<30 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%g GiB", float64(n)/(1<<30))
 }
 
 // cacheBytes is the project cache's quota, 0 when the host sets none.

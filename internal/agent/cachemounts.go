@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/sandbox"
+	"github.com/skiffhq/skiff/internal/sandbox/diskquota"
 )
 
 // cacheMounts keeps the projects' cache mounts on this host:
@@ -22,23 +25,81 @@ import (
 // epochs' directories are removed once no attempt holds them.
 // With a cap, whole caches that no attempt holds are removed, least
 // recently used first, once the total passes it.
+//
+// With volumeBytes, <root>/<project id> is a filesystem of its own of that
+// size (<root>/<project id>.img, mounted on the project's first attempt
+// and kept across restarts): a task writing past it gets ENOSPC instead
+// of filling the host's disk. The epochs and the eviction work inside it
+// as they do without.
 type cacheMounts struct {
-	root     string
-	maxBytes int64 // 0: no cap
-	log      *slog.Logger
+	root        string
+	maxBytes    int64 // 0: no cap
+	volumeBytes int64 // 0: plain directories, unbounded
+	log         *slog.Logger
 
 	mu    sync.Mutex
 	inUse map[string]int // directory -> attempts holding it
 }
 
 // dir is the cache directory of a project's cache (created by the
-// sandbox driver, which chowns it to the runner).
-func (c *cacheMounts) dir(projectID string, epoch int64, name string) (string, error) {
+// sandbox driver, which chowns it to the runner), on the project's volume
+// when the caches are bounded: it is mounted here if it is not yet.
+func (c *cacheMounts) dir(ctx context.Context, projectID string, epoch int64, name string) (string, error) {
 	if !sandbox.ValidAttemptID(projectID) || !sandbox.ValidAttemptID(name) || epoch < 0 {
 		return "", fmt.Errorf("invalid project id %q, epoch %d or cache name %q", projectID, epoch, name)
 	}
-	c.dropOldEpochs(filepath.Join(c.root, projectID), epoch)
-	return filepath.Join(c.root, projectID, strconv.FormatInt(epoch, 10), name), nil
+	projectDir := filepath.Join(c.root, projectID)
+	if c.volumeBytes > 0 {
+		if err := sandbox.EnsureVolume(ctx, projectDir, c.volumeBytes); err != nil {
+			return "", fmt.Errorf("cache mounts' quota: %w", err)
+		}
+	}
+	c.dropOldEpochs(projectDir, epoch)
+	return filepath.Join(projectDir, strconv.FormatInt(epoch, 10), name), nil
+}
+
+// bounded reports whether the caches live on their projects' volumes.
+func (c *cacheMounts) bounded() bool { return c.volumeBytes > 0 }
+
+// tidy drops, at start-up with the volumes unmounted, what another layout
+// left in the root: with bounded caches, a project's plain directory that
+// has no image (caches of a run without the quota, which the volume would
+// hide and nothing would evict) and an image of another size than the one
+// configured (made again on next use); without, the images (whose caches
+// the plain directories do not see). Caches are caches: a project whose
+// cache goes fills it again.
+func (c *cacheMounts) tidy() {
+	entries, err := os.ReadDir(c.root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		p := filepath.Join(c.root, e.Name())
+		image, isImage := strings.CutSuffix(p, diskquota.ImageSuffix)
+		switch {
+		case !c.bounded() && isImage:
+			c.drop(p, p+".lock", image)
+		case c.bounded() && isImage:
+			if info, err := e.Info(); err == nil && info.Size() != max(c.volumeBytes, diskquota.MinBytes)&^4095 {
+				c.drop(p, p+".lock", image)
+			}
+		case c.bounded() && e.IsDir():
+			if _, err := os.Stat(p + diskquota.ImageSuffix); errors.Is(err, os.ErrNotExist) {
+				c.drop(p)
+			}
+		}
+	}
+}
+
+// drop removes paths, logging what fails.
+func (c *cacheMounts) drop(paths ...string) {
+	for _, p := range paths {
+		if err := os.RemoveAll(p); err != nil {
+			c.log.Warn("remove cache mounts of another layout", "path", p, "err", err)
+		} else {
+			c.log.Info("cache mounts of another layout removed", "path", p)
+		}
+	}
 }
 
 // dropOldEpochs removes a project's cache directories of epochs before
@@ -109,6 +170,9 @@ func (c *cacheMounts) evict() {
 	var total int64
 	dirs, _ := filepath.Glob(filepath.Join(c.root, "*", "*", "*"))
 	for _, dir := range dirs {
+		if _, err := strconv.ParseInt(filepath.Base(filepath.Dir(dir)), 10, 64); err != nil {
+			continue // not an epoch: an ext4 volume's lost+found, one being removed
+		}
 		if strings.Contains(filepath.Base(dir), ".") {
 			continue // a seed being copied, or a cache being removed
 		}

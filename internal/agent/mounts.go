@@ -58,7 +58,7 @@ func (at *attempt) mounts(ctx context.Context, rootfs string) ([]sandbox.Mount, 
 		out = append(out, sandbox.Mount{Source: src, Destination: ds.MountPath, ReadOnly: true})
 	}
 	for _, cm := range asg.CacheMounts {
-		src, err := at.a.cacheMounts.dir(asg.ProjectID, cm.Epoch, cm.Name)
+		src, err := at.a.cacheMounts.dir(ctx, asg.ProjectID, cm.Epoch, cm.Name)
 		if err == nil {
 			err = ensureMountPoint(rootfs, cm.Path, true)
 		}
@@ -74,7 +74,7 @@ func (at *attempt) mounts(ctx context.Context, rootfs string) ([]sandbox.Mount, 
 			}
 		}
 		releases = append(releases, at.a.cacheMounts.hold(src))
-		out = append(out, sandbox.Mount{Source: src, Destination: cm.Path, Seed: seed})
+		out = append(out, sandbox.Mount{Source: src, Destination: cm.Path, Seed: seed, Bounded: at.a.cacheMounts.bounded()})
 	}
 	return out, release, nil
 }

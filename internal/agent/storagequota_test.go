@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/agent"
+	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/sandbox"
 	"github.com/skiffhq/skiff/internal/sandbox/diskquota"
 	"github.com/skiffhq/skiff/internal/sandbox/gvisor/gvisortest"
@@ -77,5 +78,60 @@ func TestAgentGVisorStorageQuota(t *testing.T) {
 	}
 	if mountedBelow(t, workRoot) {
 		t.Error("the attempt's filesystem is still mounted after its report")
+	}
+}
+
+// With a storage quota, a project's cache mounts live on a filesystem of
+// their own of CacheMountBytes: a runner writing past it gets ENOSPC and
+// the attempt ends with a storage error that names the cache mount, while
+// what it wrote below the cap stays for the project's next attempt. A
+// volume a crash left mounted is unmounted when the agent starts, and the
+// project's when it stops. Not parallel, like
+// TestAgentGVisor.
+func TestAgentGVisorCacheMountQuota(t *testing.T) {
+	d := gvisortest.Driver(t, "skiff-agent-cmquota")
+	img := newImage(t)
+	fc := newFakeController(t)
+	var root string
+	stop := runAgent(t, fc, d, img, func(c *agent.Config) {
+		root = filepath.Join(filepath.Dir(c.CacheRoot), "cache-mounts")
+		c.CacheMountRoot, c.StorageQuota, c.CacheMountBytes = root, true, 32<<20
+		// A crash left another project's volume mounted.
+		if err := sandbox.EnsureVolume(context.Background(), filepath.Join(root, "prj_left"), 32<<20); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { stop(); _, _ = diskquota.Reap(root) })
+	fc.waitFor("registration", func() bool { return len(fc.registers) > 0 })
+	if mountedBelow(t, root) {
+		t.Error("the cache-mount volume a crash left is still mounted after the agent started")
+	}
+	caches := []agentproto.CacheMount{{Name: "deps", Path: "/cache/deps"}}
+
+	asg := assignment(t, img, sandboxtest.Payload{WriteFile: []string{"/cache/deps/kept"}, FillMB: 64, FillDir: "/cache/deps"})
+	asg.CacheMounts = caches
+	fc.assign(asg)
+	o, _ := fc.finished(asg.AttemptID)
+	if o.ExitCode != 28 || !strings.Contains(o.StorageError, "cache mount /cache/deps") || !strings.Contains(o.Stderr, "no space left on device") {
+		t.Errorf("filling the cache mount: exit %d storage_error %q stderr %q; want ENOSPC and a storage error naming the cache mount", o.ExitCode, o.StorageError, o.Stderr)
+	}
+	if info, err := os.Stat(filepath.Join(root, asg.ProjectID+diskquota.ImageSuffix)); err != nil || info.Size() != 32<<20 {
+		t.Errorf("the project's cache-mount image: %v; want one of 32 MiB", err)
+	}
+
+	asg = assignment(t, img, sandboxtest.Payload{ReadFile: []string{"/cache/deps/kept"}})
+	asg.CacheMounts = caches
+	fc.assign(asg)
+	o, _ = fc.finished(asg.AttemptID)
+	if o.ExitCode != 0 || o.StorageError != "" {
+		t.Fatalf("second attempt: exit %d storage_error %q stderr %q", o.ExitCode, o.StorageError, o.Stderr)
+	}
+	if got := sandboxtest.DecodeReport(t, o.Result).Reads["/cache/deps/kept"]; got != "x" {
+		t.Errorf("second attempt read %q from the cache mount, want what the first wrote (\"x\")", got)
+	}
+
+	stop()
+	if mountedBelow(t, root) {
+		t.Error("the cache-mount volume is still mounted after the agent stopped")
 	}
 }

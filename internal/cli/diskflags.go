@@ -21,6 +21,8 @@ type hostDiskFlags struct {
 	maxOutputGB    float64
 	storageQuota   bool
 	projectCacheGB float64
+	// projectCacheMountsGB bounds each project's cache_mounts together.
+	projectCacheMountsGB float64
 }
 
 func (d *hostDiskFlags) register(fs *flag.FlagSet, defaultWorkDir string) {
@@ -31,12 +33,13 @@ func (d *hostDiskFlags) register(fs *flag.FlagSet, defaultWorkDir string) {
 	fs.IntVar(&d.maxOutputFiles, "max-output-files", sandbox.DefaultMaxOutputFiles, "files (and directories) one attempt may leave in its artifact directory; past it its outputs are refused and the task fails (env SKIFF_MAX_OUTPUT_FILES)")
 	fs.Float64Var(&d.maxOutputGB, "max-output-gb", float64(sandbox.DefaultMaxOutputBytes)/(1<<30), "GiB of files one attempt may leave in its artifact directory; past it its outputs are refused and the task fails (env SKIFF_MAX_OUTPUT_GB)")
 	fs.Float64Var(&d.projectCacheGB, "project-cache-gb", 10, "GiB each project's cache directory (SKIFF_TASK_CACHE_DIR) may hold on this host, with --storage-quota: a filesystem of its own, kept between its tasks; writes past it fail with ENOSPC (0: unbounded) (env SKIFF_PROJECT_CACHE_GB)")
+	fs.Float64Var(&d.projectCacheMountsGB, "project-cache-mounts-gb", 10, "GiB each project's cache_mounts (the manifest's) may hold together on this host, with --storage-quota: a filesystem of its own, kept between its tasks; writes past it fail with ENOSPC and the task fails with a storage error. --cache-mounts-gb still evicts whole caches across projects (0: unbounded) (env SKIFF_PROJECT_CACHE_MOUNTS_GB)")
 	fs.BoolVar(&d.storageQuota, "storage-quota", true, "give each attempt a filesystem of its own of requirements.storage_gb for its scratch, outputs and result (a loop-mounted ext4 image; needs root and loop devices): writes past it fail with ENOSPC. false leaves them unbounded (env SKIFF_STORAGE_QUOTA)")
 }
 
 func (d *hostDiskFlags) validate() error {
-	if d.projectCacheGB < 0 {
-		return errors.New("--project-cache-gb must not be negative")
+	if d.projectCacheGB < 0 || d.projectCacheMountsGB < 0 {
+		return errors.New("--project-cache-gb and --project-cache-mounts-gb must not be negative")
 	}
 	if d.maxOutputFiles <= 0 || d.maxOutputGB <= 0 {
 		return errors.New("--max-output-files and --max-output-gb must be positive")
@@ -62,6 +65,7 @@ func (d *hostDiskFlags) apply(cfg *agent.Config, workRoot string, quota bool) {
 	cfg.PidsLimit = d.pidsLimit
 	cfg.StorageQuota = d.storageQuota && quota
 	cfg.CacheBytes = gib(d.projectCacheGB)
+	cfg.CacheMountBytes = gib(d.projectCacheMountsGB)
 	cfg.MaxOutputFiles = d.maxOutputFiles
 	cfg.MaxOutputBytes = gib(d.maxOutputGB)
 	cfg.DiskFree = &diskfree.Checker{Dir: workRoot, Min: d.workMinFree}

@@ -38,19 +38,30 @@ func ensureCacheDisk(spec *Spec) error {
 	if spec.CacheBytes <= 0 {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(spec.CacheDir), 0o700); err != nil {
-		return fmt.Errorf("create cache root: %w", err)
-	}
-	err := diskquota.Ensure(context.Background(), diskquota.Options{
-		Image: spec.CacheDir + diskquota.ImageSuffix,
-		Mount: spec.CacheDir,
-		Bytes: max(spec.CacheBytes, diskquota.MinBytes),
-		Mkfs:  mkfsPath(),
-	})
-	if err != nil {
+	if err := EnsureVolume(context.Background(), spec.CacheDir, spec.CacheBytes); err != nil {
 		return fmt.Errorf("project cache quota: %w", err)
 	}
 	return nil
+}
+
+// EnsureVolume mounts a long-lived filesystem of bytes at dir, making it
+// on first use and mounting it again after a restart: the image sits
+// beside the directory, as <dir>.img, and keeps its contents between
+// mounts. It is mounted with online discard, so what is deleted in it is
+// given back to the host's disk. The project cache (SKIFF_TASK_CACHE_DIR)
+// and each project's cache mounts live on such volumes; the host unmounts
+// them with ReapDisks when it stops.
+func EnsureVolume(ctx context.Context, dir string, bytes int64) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return fmt.Errorf("create volume root: %w", err)
+	}
+	return diskquota.Ensure(ctx, diskquota.Options{
+		Image:   dir + diskquota.ImageSuffix,
+		Mount:   dir,
+		Bytes:   max(bytes, diskquota.MinBytes),
+		Mkfs:    mkfsPath(),
+		Discard: true,
+	})
 }
 
 // mkfsPath finds mkfs.ext4, which is in /sbin or /usr/sbin, directories a
@@ -82,11 +93,24 @@ func RemoveWorkDir(dir string) error {
 // their loop devices; call it at start-up, before any attempt runs.
 func ReapDisks(root string) (int, error) { return diskquota.Reap(root) }
 
-// MarkStorage sets o.StorageExceeded when spec had a storage quota, its
-// filesystem is full and the runner did not succeed.
+// MarkStorage tells, once a runner has failed, whether a full filesystem
+// is the likely cause: it sets o.StorageExceeded when spec had a storage
+// quota and the attempt's filesystem is full, or else o.FullMount to the
+// destination of a writable bounded mount (a cache mount on its project's
+// volume) that is full. A runner that succeeded, timed out or was killed
+// is left alone.
 func MarkStorage(o *Outcome, spec *Spec) {
-	if spec.StorageBytes <= 0 || o.ExitCode == 0 || o.TimedOut || o.Killed {
+	if o.ExitCode == 0 || o.TimedOut || o.Killed {
 		return
 	}
-	o.StorageExceeded = diskquota.Full(filepath.Join(spec.WorkDir, DiskDirName))
+	if spec.StorageBytes > 0 && diskquota.Full(filepath.Join(spec.WorkDir, DiskDirName)) {
+		o.StorageExceeded = true
+		return
+	}
+	for _, m := range spec.Mounts {
+		if m.Bounded && !m.ReadOnly && diskquota.Full(m.Source) {
+			o.FullMount = m.Destination
+			return
+		}
+	}
 }

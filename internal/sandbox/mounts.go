@@ -25,6 +25,10 @@ type Mount struct {
 	// beside Source and renamed into place, so no attempt ever sees half
 	// a seed.
 	Seed string
+	// Bounded says Source lies on a filesystem with a size limit of its
+	// own (a project's cache-mount volume): when the runner fails with it
+	// full, MarkStorage names the mount in Outcome.FullMount.
+	Bounded bool
 }
 
 // validMount checks one mount; the attempt's directories under

@@ -186,6 +186,10 @@ type Outcome struct {
 	// (Spec.StorageBytes), its filesystem was full when the runner ended
 	// and the runner did not succeed: it most likely failed on ENOSPC.
 	StorageExceeded bool
+	// FullMount is the destination of a writable bounded mount (Mount.
+	// Bounded) that was full when the runner ended without succeeding:
+	// it most likely failed on ENOSPC there. Empty otherwise.
+	FullMount string
 
 	// OutputRejected says why the artifact directory was not collected
 	// (more files or bytes than the caps); Artifacts is then empty.

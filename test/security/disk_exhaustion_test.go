@@ -8,6 +8,12 @@ package security_test
 // writes past 1 GiB fail with ENOSPC inside the sandbox, the attempt ends
 // with failure_kind storage_exceeded, and the host's disk grows by at most
 // the quota. The next job still runs.
+//
+// The same through a manifest's cache mount (TestDiskExhaustionCacheMount):
+// the project's cache mounts are a filesystem of their own of
+// --project-cache-mounts-gb, so the writes past it fail with ENOSPC, the
+// attempt ends storage_exceeded naming the cache mount, and what the task
+// wrote below the cap is still there for the project's next task.
 
 import (
 	"encoding/json"
@@ -107,16 +113,53 @@ func diskAllocated(root string) int64 {
 	return n
 }
 
+// diskAllocatedOneFS is diskAllocated without crossing into the
+// filesystems mounted below root: what root's own disk holds (a volume
+// counts as its image's allocated blocks, not twice).
+func diskAllocatedOneFS(root string) int64 {
+	var top syscall.Stat_t
+	if syscall.Stat(root, &top) != nil {
+		return 0
+	}
+	var n int64
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) != nil {
+			return nil
+		}
+		if st.Dev != top.Dev {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() {
+			n += st.Blocks * 512
+		}
+		return nil
+	})
+	return n
+}
+
 // diskPeak samples diskAllocated(root) until stop is closed and returns
 // the largest reading.
 func diskPeak(root string, stop <-chan struct{}) func() int64 {
+	return diskPeakOf(func() int64 { return diskAllocated(root) }, stop)
+}
+
+// diskPeakOf samples measure until stop is closed and returns the largest
+// reading.
+func diskPeakOf(measure func() int64, stop <-chan struct{}) func() int64 {
 	var mu sync.Mutex
 	var peak int64
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
-			if n := diskAllocated(root); n > 0 {
+			if n := measure(); n > 0 {
 				mu.Lock()
 				peak = max(peak, n)
 				mu.Unlock()
@@ -185,4 +228,107 @@ func diskTerminal(m map[string]any) bool {
 		return true
 	}
 	return false
+}
+
+// diskCacheFiller is the attacker's runner for the cache mount.
+// {"mode":"fill"} writes "kept" to /cache/deps/kept, then 256 MiB to
+// /cache/deps/fill.bin in 1 MiB writes, and exits 1 on the first error;
+// {"mode":"read"} puts what /cache/deps/kept holds in its result.
+const diskCacheFiller = `package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+func fill() error {
+	if err := os.WriteFile("/cache/deps/kept", []byte("kept"), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create("/cache/deps/fill.bin")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = 0x5a
+	}
+	for range 256 {
+		if _, err := f.Write(buf); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
+}
+
+func main() {
+	raw, _ := os.ReadFile(os.Getenv("SKIFF_TASK_PAYLOAD"))
+	var p struct{ Mode string }
+	_ = json.Unmarshal(raw, &p)
+	if p.Mode == "read" {
+		b, err := os.ReadFile("/cache/deps/kept")
+		out, _ := json.Marshal(map[string]string{"kept": string(b), "err": fmt.Sprint(err)})
+		_ = os.WriteFile(os.Getenv("SKIFF_TASK_RESULT"), out, 0o644)
+		return
+	}
+	if err := fill(); err != nil {
+		fmt.Fprintln(os.Stderr, "fill the cache mount:", err)
+		os.Exit(1)
+	}
+	fmt.Println("wrote 256 MiB to the cache mount")
+}
+`
+
+func TestDiskExhaustionCacheMount(t *testing.T) {
+	engines(t, func(t *testing.T, engine string) {
+		// 64 MiB for each project's cache mounts.
+		s := startServer(t, engine, "--project-cache-mounts-gb", "0.0625")
+		c := s.account(t, "cachefiller", "50")
+		m := `{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/"}, "entrypoint": {"command": ["/runner"]},
+			"cache_mounts": [{"name": "deps", "path": "/cache/deps"}]}`
+		rec := push(t, c, "cachefiller", map[string]file{
+			"Dockerfile":         {Body: []byte("FROM scratch\nCOPY runner /runner\n")},
+			"runner":             {Body: program(t, diskCacheFiller), Mode: 0o755},
+			"skiff.project.json": {Body: []byte(m)},
+		}, 3*time.Minute)
+		if rec["status"] != "published" {
+			t.Fatalf("push: %v", rec)
+		}
+
+		root := filepath.Join(s.Dir, "host", "cache-mounts")
+		stop := make(chan struct{})
+		peak := diskPeakOf(func() int64 { return diskAllocatedOneFS(root) }, stop)
+		job := c.Post(t, "/api/v1/jobs", map[string]any{"project": "cachefiller", "runner_command": []string{"/runner"},
+			"payload": map[string]any{"mode": "fill"}, "max_retries": 0}).Object(t, http.StatusCreated)["id"].(string)
+		final := waitFor(t, c, "/api/v1/jobs/"+job, 4*time.Minute, diskTerminal)
+		close(stop)
+		grew := peak()
+
+		task := c.Get(t, "/api/v1/jobs/"+job+"/tasks").Object(t, http.StatusOK)["tasks"].([]any)[0].(map[string]any)
+		result, _ := json.Marshal(task["result"])
+		if final["status"] != "failed" || !strings.Contains(string(result), `"failure_kind":"storage_exceeded"`) ||
+			!strings.Contains(string(result), "cache mount /cache/deps") || !strings.Contains(string(result), "64 MiB") {
+			t.Errorf("the cache filler's job ended %v with task result %s; want failed with failure_kind storage_exceeded naming the cache mount and its 64 MiB", final["status"], result)
+		}
+		if !strings.Contains(string(result), "no space left on device") {
+			t.Errorf("the runner did not meet ENOSPC in its cache mount: task result %s", result)
+		}
+		if grew > 64<<20+8<<20 {
+			t.Errorf("the host's cache mounts held up to %d MiB for a project capped at 64 MiB", grew>>20)
+		}
+		t.Logf("peak allocation of the host's cache mounts: %d MiB", grew>>20)
+
+		// The cache persists: the next task of the project reads what the
+		// filler wrote below the cap.
+		next := c.Post(t, "/api/v1/jobs", map[string]any{"project": "cachefiller", "runner_command": []string{"/runner"},
+			"payload": map[string]any{"mode": "read"}}).Object(t, http.StatusCreated)["id"].(string)
+		done := waitFor(t, c, "/api/v1/jobs/"+next, 2*time.Minute, diskTerminal)
+		task = c.Get(t, "/api/v1/jobs/"+next+"/tasks").Object(t, http.StatusOK)["tasks"].([]any)[0].(map[string]any)
+		result, _ = json.Marshal(task["result"])
+		if done["status"] != "completed" || !strings.Contains(string(result), `"kept":"kept"`) {
+			t.Errorf("the job after the cache filler ended %v with task result %s; want completed, reading what the filler kept", done["status"], result)
+		}
+	})
 }

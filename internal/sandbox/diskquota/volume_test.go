@@ -157,3 +157,35 @@ func BenchmarkCreate(b *testing.B) {
 	b.StopTimer()
 	_, _ = diskquota.Reap(dir)
 }
+
+// With Discard, what is deleted in the volume is punched out of its image:
+// the host's disk gets it back instead of keeping the high-water mark.
+func TestEnsureDiscardGivesBlocksBack(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	o := diskquota.Options{Image: filepath.Join(dir, "v.img"), Mount: filepath.Join(dir, "v"), Bytes: 64 << 20, Discard: true}
+	if err := diskquota.Ensure(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = diskquota.Remove(o.Image, o.Mount) })
+	allocated := func() int64 {
+		var st syscall.Stat_t
+		if err := syscall.Stat(o.Image, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Blocks * 512
+	}
+	f := filepath.Join(o.Mount, "blob")
+	if err := os.WriteFile(f, []byte(strings.Repeat("x", 32<<20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Sync()
+	full := allocated()
+	if err := os.Remove(f); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Sync()
+	if after := allocated(); after > full-24<<20 {
+		t.Errorf("image holds %d MiB after a 32 MiB file was deleted (%d MiB before): want the blocks given back", after>>20, full>>20)
+	}
+}

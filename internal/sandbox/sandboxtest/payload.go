@@ -37,15 +37,16 @@ type Payload struct {
 	ExitUnlessResumed int      `json:"exit_unless_resumed,omitempty"` // exit code unless the payload has _resume
 	Echo              []string `json:"echo,omitempty"`                // payload fields copied into the result
 
-	ResultPad  int  `json:"result_pad,omitempty"` // bytes of padding in the result
-	AllocMB    int  `json:"alloc_mb,omitempty"`
-	FillMB     int  `json:"fill_mb,omitempty"`    // MiB written to scratch; a failed write exits 28
-	FillCache  bool `json:"fill_cache,omitempty"` // FillMB goes to the cache dir
-	ManyFiles  int  `json:"many_files,omitempty"` // empty files made in the artifact dir
-	ForkBomb   bool `json:"fork_bomb,omitempty"`  // start processes until that fails, then exit 1
-	IgnoreTerm bool `json:"ignore_term,omitempty"`
-	SleepMS    int  `json:"sleep_ms,omitempty"`
-	Exit       int  `json:"exit,omitempty"`
+	ResultPad  int    `json:"result_pad,omitempty"` // bytes of padding in the result
+	AllocMB    int    `json:"alloc_mb,omitempty"`
+	FillMB     int    `json:"fill_mb,omitempty"`    // MiB written to scratch; a failed write exits 28
+	FillCache  bool   `json:"fill_cache,omitempty"` // FillMB goes to the cache dir
+	FillDir    string `json:"fill_dir,omitempty"`   // FillMB goes to this directory (a cache mount)
+	ManyFiles  int    `json:"many_files,omitempty"` // empty files made in the artifact dir
+	ForkBomb   bool   `json:"fork_bomb,omitempty"`  // start processes until that fails, then exit 1
+	IgnoreTerm bool   `json:"ignore_term,omitempty"`
+	SleepMS    int    `json:"sleep_ms,omitempty"`
+	Exit       int    `json:"exit,omitempty"`
 }
 
 // Flock coordinates two runners through a lock file in the shared cache

@@ -56,6 +56,9 @@ type payload struct {
 	FillMB int `json:"fill_mb"`
 	// FillCache writes the FillMB to the cache directory instead.
 	FillCache bool `json:"fill_cache"`
+	// FillDir, when set, is the directory FillMB goes to instead (a
+	// cache mount's path).
+	FillDir string `json:"fill_dir"`
 	// ManyFiles creates this many empty files in the artifact directory.
 	ManyFiles int `json:"many_files"`
 	// ForkBomb starts copies of the runner that sleep, until a start
@@ -211,6 +214,9 @@ func run() error {
 		dir := os.Getenv("SKIFF_TASK_SCRATCH_DIR")
 		if p.FillCache {
 			dir = os.Getenv("SKIFF_TASK_CACHE_DIR")
+		}
+		if p.FillDir != "" {
+			dir = p.FillDir
 		}
 		fillErr = fill(filepath.Join(dir, "fill"), p.FillMB)
 		if fillErr != nil {

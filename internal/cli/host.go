@@ -66,7 +66,7 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	var f remoteHostFlags
 	fs.StringVar(&f.controllers, "controller", "", "controller URL(s), comma-separated (required); https, or http on loopback")
 	fs.StringVar(&f.codeFile, "code-file", "", "file holding the one-time enrollment code (cek_...) for the first start; must not be readable by group or others (mode 0600); removed once redeemed")
-	fs.StringVar(&f.code, "code", "", "DEPRECATED: the code on the command line is visible to every user in ps and kept in shell history; use --code-file")
+	fs.StringVar(&f.code, "code", "", "refused: the code on the command line is visible to every user in ps and kept in shell history; use --code-file")
 	fs.BoolVar(&f.insecureHTTP, "insecure-http", false, "allow a plain http:// controller off loopback: the code, the credential and tasks' data then cross the network in the clear")
 	fs.StringVar(&f.dataDir, "data-dir", "", "directory for the credential, image cache and attempts (required)")
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU cores lent to tasks (0: the whole machine)")

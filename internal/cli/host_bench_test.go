@@ -47,13 +47,13 @@ func TestHostsDispatchFigures(t *testing.T) {
 	first := submit(1)
 	start := time.Now()
 	startHost(t, "--controller", srv.URL, "--data-dir", filepath.Join(t.TempDir(), "h0"), "--cpus", "2", "--memory-gb", "2",
-		"--slots", "2", "--code", admin("create-enrollment"))
+		"--slots", "2", "--code-file", codeFile(t, admin("create-enrollment")))
 	waitJSON(t, c, "/api/v1/jobs/"+first, 2*time.Minute, jobEnded)
 	t.Logf("FIGURE host start to first task completed: %s", time.Since(start).Round(10*time.Millisecond))
 
 	for i := 1; i < 4; i++ {
 		startHost(t, "--controller", srv.URL, "--data-dir", filepath.Join(t.TempDir(), "h"+strconv.Itoa(i)), "--cpus", "2",
-			"--memory-gb", "2", "--slots", "2", "--code", admin("create-enrollment"))
+			"--memory-gb", "2", "--slots", "2", "--code-file", codeFile(t, admin("create-enrollment")))
 	}
 	time.Sleep(2 * time.Second) // all four registered
 	const n = 80

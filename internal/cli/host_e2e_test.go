@@ -56,6 +56,17 @@ func startHostCmd(t *testing.T, cmd *exec.Cmd, args []string) *server {
 	return h
 }
 
+// codeFile writes an enrollment code to a fresh 0600 file, as a host's
+// owner does (the code never goes on a command line), and returns its path.
+func codeFile(t *testing.T, code string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "code")
+	if err := os.WriteFile(p, []byte(code+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // pushRunner creates project name whose image is the sandbox test runner
 // and waits until its push is published.
 func pushRunner(t *testing.T, c *apitest.Client, name string, runner []byte) {
@@ -96,8 +107,8 @@ func TestHostsEndToEnd(t *testing.T) {
 	}
 	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
 	procs := map[string]*server{
-		"a": startHost(t, append(hostArgs(dirA), "--code", admin("create-enrollment", "--name", "a"))...),
-		"b": startHost(t, append(hostArgs(dirB), "--code", admin("create-enrollment", "--name", "b"))...),
+		"a": startHost(t, append(hostArgs(dirA), "--code-file", codeFile(t, admin("create-enrollment", "--name", "a")))...),
+		"b": startHost(t, append(hostArgs(dirB), "--code-file", codeFile(t, admin("create-enrollment", "--name", "b")))...),
 	}
 	dirs := map[string]string{"a": dirA, "b": dirB}
 	fi, err := os.Stat(filepath.Join(dirA, "host-credential.json"))

@@ -74,7 +74,7 @@ func (f *fleet) addHost(name, netns string) string {
 	f.t.Helper()
 	hostDir := filepath.Join(f.t.TempDir(), name)
 	args := []string{"--controller", f.srv.URL, "--data-dir", hostDir, "--cpus", "2", "--memory-gb", "2",
-		"--slots", "2", "--lease-wait", "2s", "--code", f.admin("create-enrollment", "--name", name)}
+		"--slots", "2", "--lease-wait", "2s", "--code-file", codeFile(f.t, f.admin("create-enrollment", "--name", name))}
 	if !strings.Contains(f.srv.URL, "://127.0.0.1:") {
 		// A controller in another network namespace is off loopback:
 		// plain http only because this test network is the machine's own.

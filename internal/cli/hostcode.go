@@ -9,22 +9,18 @@ import (
 )
 
 // enrollCode is the one-time enrollment code a host starts with, and the
-// file it came from ("" when it came from the deprecated --code).
+// file it came from.
 type enrollCode struct {
 	value, file string
 }
 
-// enrollmentCode reads the code from --code-file, or takes the deprecated
-// --code with a warning. The code never belongs on a command line: every
-// user of the machine reads it in ps, and a unit file or shell history
-// keeps it.
+// enrollmentCode reads the code from --code-file and refuses --code: the
+// code never belongs on a command line, where every user of the machine
+// reads it in ps, and a unit file or shell history keeps it.
 func enrollmentCode(f *remoteHostFlags, log *slog.Logger) (enrollCode, error) {
-	if f.code != "" && f.codeFile != "" {
-		return enrollCode{}, errors.New("--code and --code-file: give only --code-file")
-	}
 	if f.code != "" {
-		log.Warn("--code is deprecated: the code is visible in ps and shell history; write it to a file only you can read (mode 0600) and pass --code-file")
-		return enrollCode{value: strings.TrimSpace(f.code)}, nil
+		return enrollCode{}, errors.New("--code puts the enrollment code where every user of this machine reads it (ps, shell history, unit files): " +
+			"write it to a file only you can read (umask 077; printf '%s\\n' cek_... > FILE) and pass --code-file FILE")
 	}
 	if f.codeFile == "" {
 		return enrollCode{}, nil

@@ -73,7 +73,7 @@ while [ $# -gt 0 ]; do
 	esac
 	[ $# -ge 2 ] || usage
 	case "$1" in
-	--code) CODE=$2 ;;
+	--code) die "--code puts the enrollment code in the process list; write it to a file only root reads (umask 077; printf '%s\\n' cek_... > /root/skiff-code) and pass --code-file /root/skiff-code" ;;
 	--code-file) CODE_FILE=$2 ;;
 	--skiff-sha256) SKIFF_SUM=$2 ;;
 	--runsc-sha256) RUNSC_SUM=$2 ;;
@@ -158,7 +158,6 @@ for v in "$SKIFF_SUM" "$RUNSC_SUM"; do
 	esac
 done
 if [ -n "$CODE_FILE" ]; then
-	[ -z "$CODE" ] || die 'pass --code-file or --code, not both'
 	[ -r "$CODE_FILE" ] || die "cannot read --code-file $CODE_FILE"
 	CODE=$(tr -d ' \t\r\n' <"$CODE_FILE")
 	[ -n "$CODE" ] || die "--code-file $CODE_FILE is empty"

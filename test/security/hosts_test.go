@@ -73,6 +73,12 @@ func TestHostsRefusePlainHTTP(t *testing.T) {
 	if ok || !strings.Contains(out, "chmod 600") {
 		t.Errorf("a code file of mode 0644: ok=%v\n%s\nwant refused", ok, out)
 	}
+	// The code on the command line (every user reads it in ps) is refused.
+	out, ok = hostsRun(t, skiffCmd("host", "--controller", "http://127.0.0.1:9", "--code", "cek_notarealcodenotarealcode",
+		"--data-dir", t.TempDir(), "--driver", "process", "--allow-unisolated"))
+	if ok || !strings.Contains(out, "--code-file") || strings.Contains(out, "no controller answered") {
+		t.Errorf("--code on the command line: ok=%v\n%s\nwant refused before any redeem, naming --code-file", ok, out)
+	}
 }
 
 // The installer refuses a plain http controller off loopback without
@@ -102,6 +108,11 @@ func TestHostsInstaller(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(prefix, "bin", "skiff")); err == nil {
 		t.Errorf("the refused installer still installed a binary")
+	}
+
+	out, ok = install("--code", code, "--prefix", prefix)
+	if ok || !strings.Contains(out, "--code-file") {
+		t.Errorf("installer given the code on its command line: ok=%v\n%s\nwant refused, naming --code-file", ok, out)
 	}
 
 	out, ok = install("--code-file", codeFile, "--prefix", prefix)

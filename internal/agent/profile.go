@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
+	"github.com/skiffhq/skiff/internal/gpu"
 )
 
 // DetectProfile describes this machine from /proc, quickly: its
@@ -88,19 +89,9 @@ func MeasureProfile(ctx context.Context, gpuMemoryMB int64) (agentproto.Resource
 func nvidiaGPUMemoryMB(ctx context.Context) int64 {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits").Output()
+	out, err := exec.CommandContext(ctx, "nvidia-smi", gpu.MemoryQuery...).Output()
 	if err != nil {
 		return 0
 	}
-	var least int64
-	for line := range strings.Lines(string(out)) {
-		mb, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
-		if err != nil || mb <= 0 {
-			return 0
-		}
-		if least == 0 || mb < least {
-			least = mb
-		}
-	}
-	return least
+	return gpu.SmallestMemoryMB(out)
 }

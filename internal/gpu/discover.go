@@ -277,12 +277,22 @@ func memoryMB(ctx context.Context, driverDir string) int64 {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits")
+	cmd := exec.CommandContext(ctx, smi, MemoryQuery...)
 	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Join(driverDir, "lib64"))
 	out, err := cmd.Output()
 	if err != nil {
 		return 0
 	}
+	return SmallestMemoryMB(out)
+}
+
+// MemoryQuery is the nvidia-smi query whose output SmallestMemoryMB reads.
+var MemoryQuery = []string{"--query-gpu=memory.total", "--format=csv,noheader,nounits"}
+
+// SmallestMemoryMB reads nvidia-smi's answer to MemoryQuery (one line per
+// GPU, in MiB) and returns the smallest GPU's memory (a task may land on
+// any of them); 0 when a line is not a positive number.
+func SmallestMemoryMB(out []byte) int64 {
 	var least int64
 	for line := range strings.Lines(string(out)) {
 		mb, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)

@@ -1,7 +1,6 @@
 package build
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/skiffhq/skiff/internal/mountinfo"
 )
 
 // Killing buildah's process group is not enough to end a build: runsc starts
@@ -169,7 +170,7 @@ func processesWithArg(match func(arg string) bool) []int {
 // into anything still mounted: removing through a live overlay mount would
 // delete files of the image it shows.
 func emptyDir(dir string) error {
-	mounts, err := mountPointsUnder(dir)
+	mounts, err := mountinfo.Below(mountinfo.Self, dir)
 	if err != nil {
 		return err
 	}
@@ -188,46 +189,4 @@ func emptyDir(dir string) error {
 		errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
 	}
 	return errors.Join(errs...)
-}
-
-// mountPointsUnder lists the mount points strictly below dir.
-func mountPointsUnder(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("reading mounts: %w", err)
-	}
-	defer f.Close()
-	prefix := filepath.Clean(dir) + "/"
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		if mp := unescapeMountPath(fields[4]); strings.HasPrefix(mp, prefix) {
-			out = append(out, mp)
-		}
-	}
-	return out, sc.Err()
-}
-
-// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

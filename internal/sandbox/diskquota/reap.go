@@ -1,7 +1,6 @@
 package diskquota
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skiffhq/skiff/internal/mountinfo"
 )
 
 // Reap unmounts every mount below root (left by a host process that
@@ -19,7 +20,7 @@ import (
 // while this process's own volumes below root are in use.
 func Reap(root string) (int, error) {
 	root = filepath.Clean(root)
-	mounts, err := mountsBelow("/proc/self/mountinfo", root)
+	mounts, err := mountinfo.Below(mountinfo.Self, root)
 	if err != nil {
 		return 0, err
 	}
@@ -40,59 +41,6 @@ func Reap(root string) (int, error) {
 		errs = append(errs, err)
 	}
 	return n, errors.Join(errs...)
-}
-
-// mountsBelow lists the mount points strictly below root in a mountinfo
-// file (the fifth field, with its octal escapes decoded).
-func mountsBelow(mountinfo, root string) ([]string, error) {
-	f, err := os.Open(mountinfo)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountinfo(fields[4])
-		if mp != root && within(root, mp) {
-			out = append(out, mp)
-		}
-	}
-	return out, sc.Err()
-}
-
-// unescapeMountinfo decodes the \ooo escapes the kernel writes for spaces,
-// tabs, newlines and backslashes in paths.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			v := 0
-			ok := true
-			for _, c := range s[i+1 : i+4] {
-				if c < '0' || c > '7' {
-					ok = false
-					break
-				}
-				v = v*8 + int(c-'0')
-			}
-			if ok {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // detachLoops clears the loop devices whose backing file is below root.

@@ -9,7 +9,7 @@ VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/skiffhq/skiff/internal/cli.Version=$(VERSION)
 export CGO_ENABLED := 0
 
-.PHONY: setup build run test test-short bench bench-go vet clean
+.PHONY: setup build run test test-unit test-e2e test-short bench bench-go vet clean
 
 setup:
 	@bash scripts/setup.sh
@@ -21,15 +21,33 @@ run: setup build
 	./$(BIN) server
 
 # The PostgreSQL half of the store and API suites runs against a private
-# throwaway cluster that this target starts and stops. Tests that need a part
-# missing here (root, runsc, buildah) skip, unless SKIFF_TEST_REQUIRE_ALL=1
-# (set by .ci/run) makes them fail. TESTFLAGS adds go test flags (.ci/run
-# passes -json).
+# throwaway cluster that the test targets start and stop. Tests that need a
+# part missing here (root, runsc, buildah) skip, unless
+# SKIFF_TEST_REQUIRE_ALL=1 (set by .ci/run) makes them fail. TESTFLAGS adds
+# go test flags (.ci/run passes -json).
+#
+# Two tiers: `make test-unit` is the unit and seam tests beside the code
+# (internal/..., a few minutes); `make test-e2e` is the system tests under
+# test/ (the real skiff binary as a subprocess: test/e2e, test/security,
+# test/payments). `make test` runs both in one go test, so their packages
+# share the cores.
 test: setup
 	$(GO) vet ./...
-	@url=$$(bash scripts/test-postgres.sh start) && \
-	  trap 'bash scripts/test-postgres.sh stop' EXIT && \
-	  SKIFF_TEST_POSTGRES_URL=$$url $(GO) test $(TESTFLAGS) -count=1 -timeout 30m ./...
+	$(call gotest,./...)
+
+test-unit: setup
+	$(GO) vet ./...
+	$(call gotest,$$($(GO) list ./... | grep -v /test/))
+
+test-e2e: setup
+	$(call gotest,./test/...)
+
+# gotest runs go test on the packages $(1) with the throwaway PostgreSQL.
+define gotest
+@url=$$(bash scripts/test-postgres.sh start) && \
+  trap 'bash scripts/test-postgres.sh stop' EXIT && \
+  SKIFF_TEST_POSTGRES_URL=$$url $(GO) test $(TESTFLAGS) -count=1 -timeout 30m $(1)
+endef
 
 test-short:
 	$(GO) test -short ./...

@@ -61,7 +61,14 @@ func commands() []command {
 
 // Main runs the command line and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return MainEnv(ctx, args, stdout, stderr, os.Getenv)
+}
+
+// MainEnv is Main with the environment read through getenv instead of the
+// process's: the flag and help tests run the command line in-process, each
+// with an environment of its own.
+func MainEnv(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{stdout: stdout, stderr: stderr, getenv: getenv}
 	return e.main(ctx, args)
 }
 

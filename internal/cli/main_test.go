@@ -1,51 +1,19 @@
+// The tests of internal/cli run the command line in-process: flags, help,
+// and the errors a command gives before it starts anything. The tests that
+// run skiff as a real process (servers, hosts, clients, kill -9,
+// measurements) are the system tier, in test/e2e.
 package cli_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/skiffhq/skiff/internal/cli"
-	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 )
-
-// asSkiff makes the test binary act as the skiff binary: tests start it as
-// a subprocess with this variable set, so the real process, its signals,
-// stdout and exit code are under test without a separate build.
-const asSkiff = "SKIFF_CLI_TEST_RUN_AS_SKIFF"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(asSkiff) == "1" {
-		os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
-
-// skiffCmd is the skiff binary with args and an environment free of the
-// caller's SKIFF_ variables, plus env.
-func skiffCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SKIFF_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, asSkiff+"=1")
-	cmd.Env = append(cmd.Env, env...)
-	return cmd
-}
 
 // result is a finished command.
 type result struct {
@@ -53,182 +21,36 @@ type result struct {
 	stdout, stderr string
 }
 
-// skiff runs a command to completion.
+// skiff runs the command line in-process with env as its SKIFF_ variables
+// (the caller's own SKIFF_ variables are not seen).
 func skiff(t *testing.T, env []string, args ...string) result {
 	t.Helper()
-	cmd := skiffCmd(t, env, args...)
+	vars := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	getenv := func(k string) string {
+		if strings.HasPrefix(k, "SKIFF_") {
+			return vars[k]
+		}
+		return os.Getenv(k)
+	}
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start skiff %v: %v", args, err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("skiff %v did not finish in 60s", args)
-	}
-	return result{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
+	code := cli.MainEnv(t.Context(), args, &stdout, &stderr, getenv)
+	return result{code, stdout.String(), stderr.String()}
 }
 
-// server is a running `skiff server` subprocess.
-type server struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	URL    string
-	done   chan struct{} // closed when the process has exited
-	exit   int
-	logMu  sync.Mutex
-	log    []map[string]any
-	logRaw strings.Builder
-	notify chan struct{} // a new log line arrived
-}
-
-// startServer starts `skiff server` with args and env, waits until it
-// listens and /ready answers 200, and stops it when the test ends.
-func startServer(t *testing.T, env []string, args ...string) *server {
-	t.Helper()
-	cmd := skiffCmd(t, env, append([]string{"server"}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &server{t: t, cmd: cmd, done: make(chan struct{}), notify: make(chan struct{}, 1)}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start skiff server: %v", err)
-	}
-	go s.readLog(stderr)
-	t.Cleanup(func() {
-		select {
-		case <-s.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-s.done
+// runMain runs the command line in-process with no SKIFF_ variables.
+func runMain(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = cli.MainEnv(context.Background(), args, &out, &errb, func(k string) string {
+		if strings.HasPrefix(k, "SKIFF_") {
+			return ""
 		}
-		if t.Failed() {
-			t.Logf("skiff server log:\n%s", s.logText())
-		}
+		return os.Getenv(k)
 	})
-	line := s.waitLog(t, "skiff server started", 30*time.Second)
-	addr, _ := line["listen"].(string)
-	if addr == "" {
-		t.Fatalf("got start log %v without a listen address", line)
-	}
-	s.URL = "http://" + addr
-	s.waitReady(t, 30*time.Second)
-	return s
-}
-
-func (s *server) readLog(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		_ = json.Unmarshal(sc.Bytes(), &m)
-		s.logMu.Lock()
-		s.logRaw.WriteString(sc.Text() + "\n")
-		if m != nil {
-			s.log = append(s.log, m)
-		}
-		s.logMu.Unlock()
-		select {
-		case s.notify <- struct{}{}:
-		default:
-		}
-	}
-	_ = s.cmd.Wait()
-	s.exit = s.cmd.ProcessState.ExitCode()
-	close(s.done)
-}
-
-func (s *server) logText() string {
-	s.logMu.Lock()
-	defer s.logMu.Unlock()
-	return s.logRaw.String()
-}
-
-// waitLog waits for a JSON log line whose msg is msg.
-func (s *server) waitLog(t *testing.T, msg string, timeout time.Duration) map[string]any {
-	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		s.logMu.Lock()
-		for _, l := range s.log {
-			if l["msg"] == msg {
-				s.logMu.Unlock()
-				return l
-			}
-		}
-		s.logMu.Unlock()
-		select {
-		case <-s.notify:
-		case <-s.done:
-			// Drain: the line may have arrived with the exit.
-			s.logMu.Lock()
-			for _, l := range s.log {
-				if l["msg"] == msg {
-					s.logMu.Unlock()
-					return l
-				}
-			}
-			s.logMu.Unlock()
-			t.Fatalf("skiff server exited (code %d) before logging %q", s.exit, msg)
-		case <-deadline:
-			t.Fatalf("skiff server did not log %q within %s", msg, timeout)
-		}
-	}
-}
-
-func (s *server) waitReady(t *testing.T, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := http.Get(s.URL + "/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s/ready: not 200 within %s (last: %v)", s.URL, timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// stop sends SIGTERM and returns the exit code, failing t unless the
-// process exits within timeout.
-func (s *server) stop(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM: %v", err)
-	}
-	return s.wait(t, timeout)
-}
-
-func (s *server) wait(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-s.done:
-		return s.exit
-	case <-time.After(timeout):
-		t.Fatalf("skiff server did not exit within %s", timeout)
-		return -1
-	}
-}
-
-// client is a validating API client for the server, with token.
-func (s *server) client(t *testing.T, token string) *apitest.Client {
-	t.Helper()
-	c, err := apitest.ServiceContract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &apitest.Client{BaseURL: s.URL, Token: token, Contract: c}
+	return code, out.String(), errb.String()
 }
 
 func envList(kv ...string) []string {
@@ -240,16 +62,4 @@ func envList(kv ...string) []string {
 		out = append(out, fmt.Sprintf("%s=%s", kv[i], kv[i+1]))
 	}
 	return out
-}
-
-// runAdmin runs `skiff admin args... storeArgs...` (the data dir or the
-// database flags), fails the test unless it exits 0, and returns its
-// trimmed stdout.
-func runAdmin(t *testing.T, storeArgs []string, args ...string) string {
-	t.Helper()
-	r := skiff(t, nil, append(append([]string{"admin"}, args...), storeArgs...)...)
-	if r.code != 0 {
-		t.Fatalf("admin %v: exit %d, stderr %q", args, r.code, r.stderr)
-	}
-	return strings.TrimSpace(r.stdout)
 }

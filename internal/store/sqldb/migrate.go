@@ -44,12 +44,17 @@ func (db *DB) Migrate(ctx context.Context, now time.Time) ([]string, error) {
 		if err != nil {
 			return applied, err
 		}
-		// A concurrent controller may have applied it between the check and
-		// the transaction; the primary key on name makes the second one fail
-		// and roll back instead of applying twice.
+		// A concurrent process may have applied it between the check and
+		// the transaction (two commands opening one fresh SQLite data dir;
+		// PostgreSQL also holds an advisory lock): the primary key on name
+		// makes the second one fail and roll back instead of applying
+		// twice, and it goes on when the record is there.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES ($1, $2)`,
 			m.name, now.UnixMicro()); err != nil {
 			_ = tx.Rollback()
+			if done, cerr := db.migrationApplied(ctx, m.name); cerr == nil && done {
+				continue
+			}
 			return applied, fmt.Errorf("record migration %s: %w", m.name, err)
 		}
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {

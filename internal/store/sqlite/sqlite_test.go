@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,6 +52,47 @@ func TestMigrateIsIdempotentAndSurvivesReopen(t *testing.T) {
 	ok, err := db.Migrated(t.Context())
 	if err != nil || !ok {
 		t.Fatalf("Migrated = %v, %v", ok, err)
+	}
+}
+
+// Several processes opening one fresh data dir at once (two `skiff admin`
+// commands, an admin command beside a starting server) each migrate it:
+// every one succeeds, and between them each migration is applied once.
+func TestConcurrentMigrateOfAFreshDatabase(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "skiff.db")
+	const n = 6
+	applied := make([][]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			db, err := sqlite.Open(t.Context(), path)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer db.Close()
+			applied[i], errs[i] = db.Migrate(t.Context(), time.Now())
+		})
+	}
+	wg.Wait()
+	seen := map[string]int{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("migrator %d: %v", i, errs[i])
+		}
+		for _, name := range applied[i] {
+			seen[name]++
+		}
+	}
+	if len(seen) == 0 {
+		t.Fatal("no migrator applied anything")
+	}
+	for name, times := range seen {
+		if times != 1 {
+			t.Errorf("migration %s applied %d times, want once", name, times)
+		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package cli_test
+package e2e_test
 
 import (
 	"bufio"
@@ -66,7 +66,7 @@ func TestStreamSurvivesKill9(t *testing.T) {
 			break
 		}
 	}
-	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := srv.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	srv.wait(t, 10*time.Second)
@@ -137,7 +137,7 @@ func TestStreamsEndOnShutdown(t *testing.T) {
 		}
 	}
 	snapID := ""
-	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := srv.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	var frame []string

@@ -1,4 +1,4 @@
-package cli_test
+package e2e_test
 
 import (
 	"bufio"
@@ -162,7 +162,7 @@ func TestScaleOutKill9(t *testing.T) {
 			}
 		}
 		at := time.Now()
-		if err := c.srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := c.srv.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		c.srv.wait(t, 10*time.Second)

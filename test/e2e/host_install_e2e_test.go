@@ -1,4 +1,4 @@
-package cli_test
+package e2e_test
 
 import (
 	"bytes"
@@ -9,13 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/build/buildtest"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
+	"github.com/skiffhq/skiff/internal/testproc"
 )
 
 // runInstaller runs what a machine's owner runs, `curl -fsSL
@@ -35,37 +35,13 @@ func runInstaller(t *testing.T, url string, args ...string) *server {
 		t.Fatal(err)
 	}
 	sh.Stdin = pipe
-	stderr, err := sh.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &server{t: t, cmd: sh, done: make(chan struct{}), notify: make(chan struct{}, 1)}
 	if err := curl.Start(); err != nil {
 		t.Fatalf("start curl: %v", err)
 	}
-	if err := sh.Start(); err != nil {
-		t.Fatalf("start sh: %v", err)
-	}
-	go h.readLog(stderr)
+	h := &server{Proc: testproc.Start(t, sh)}
 	if err := curl.Wait(); err != nil {
 		t.Fatalf("curl %s/skiff-host: %v", url, err)
 	}
-	t.Cleanup(func() {
-		select {
-		case <-h.done:
-		default:
-			_ = sh.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-h.done:
-			case <-time.After(30 * time.Second):
-				_ = sh.Process.Kill()
-				<-h.done
-			}
-		}
-		if t.Failed() {
-			t.Logf("installer %v output:\n%s", args, h.logText())
-		}
-	})
 	h.waitLog(t, "host started", time.Minute)
 	return h
 }

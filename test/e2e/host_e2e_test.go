@@ -1,4 +1,4 @@
-package cli_test
+package e2e_test
 
 import (
 	"encoding/json"
@@ -14,6 +14,7 @@ import (
 	"github.com/skiffhq/skiff/internal/build/buildtest"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
+	"github.com/skiffhq/skiff/internal/testproc"
 )
 
 // startHost starts `skiff host` with args; it stops when the test ends.
@@ -27,31 +28,7 @@ func startHost(t *testing.T, args ...string) *server {
 // another network namespace), as startHost does.
 func startHostCmd(t *testing.T, cmd *exec.Cmd, args []string) *server {
 	t.Helper()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &server{t: t, cmd: cmd, done: make(chan struct{}), notify: make(chan struct{}, 1)}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start skiff host: %v", err)
-	}
-	go h.readLog(stderr)
-	t.Cleanup(func() {
-		select {
-		case <-h.done:
-		default:
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-h.done:
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-				<-h.done
-			}
-		}
-		if t.Failed() {
-			t.Logf("skiff host %v log:\n%s", args, h.logText())
-		}
-	})
+	h := &server{Proc: testproc.Start(t, cmd)}
 	h.waitLog(t, "host started", 30*time.Second)
 	return h
 }
@@ -183,7 +160,7 @@ func TestHostsEndToEnd(t *testing.T) {
 		t.Fatalf("the task runs on %s, which is not an enrolled host %v", idA, names)
 	}
 	dirA = dirs[victimName]
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := victim.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	victim.wait(t, 10*time.Second)

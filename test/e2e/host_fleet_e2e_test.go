@@ -1,4 +1,4 @@
-package cli_test
+package e2e_test
 
 import (
 	"encoding/json"
@@ -224,7 +224,7 @@ func testHostsControllerRestartAndDrain(t *testing.T, engine string) {
 	fan := f.submit(6, 4000, "r")
 	f.waitRunning(fan, 2)
 	addr := strings.TrimPrefix(f.srv.URL, "http://")
-	if err := f.srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := f.srv.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	f.srv.wait(t, 10*time.Second)
@@ -278,29 +278,11 @@ func testHostsControllerRestartAndDrain(t *testing.T, engine string) {
 
 // logged reports whether the process logged msg with key equal to val.
 func (s *server) logged(msg, key, val string) bool {
-	s.logMu.Lock()
-	defer s.logMu.Unlock()
-	for _, l := range s.log {
-		if l["msg"] == msg && l[key] == val {
-			return true
-		}
-	}
-	return false
+	return s.Find(func(l map[string]any) bool { return l["msg"] == msg && l[key] == val }) != nil
 }
 
 // waitLogged waits until the process logs msg with key equal to val.
 func (s *server) waitLogged(t *testing.T, msg, key, val string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.After(timeout)
-	for !s.logged(msg, key, val) {
-		select {
-		case <-s.notify:
-		case <-s.done:
-			if !s.logged(msg, key, val) {
-				t.Fatalf("the process exited (code %d) before logging %q with %s %s", s.exit, msg, key, val)
-			}
-		case <-deadline:
-			t.Fatalf("the process did not log %q with %s %s within %s", msg, key, val, timeout)
-		}
-	}
+	s.WaitMatch(t, fmt.Sprintf("%s with %s %s", msg, key, val), func(l map[string]any) bool { return l["msg"] == msg && l[key] == val }, timeout)
 }

@@ -1,4 +1,4 @@
-package cli_test
+package e2e_test
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 // cliDocsMarker is how docs/cli.md marks the blocks this test runs (the
 // docs test of internal/httpapi runs blocks without the skiff binary, so
 // they say norun there).
-const cliDocsMarker = "internal/cli's TestCLIDocs runs"
+const cliDocsMarker = "test/e2e's TestCLIDocs runs"
 
 // TestCLIDocs runs the commands of docs/cli.md, in order, in one bash with
 // the skiff binary on PATH, against a real server whose stand-in host runs

@@ -1,4 +1,4 @@
-package cli_test
+package e2e_test
 
 import (
 	"archive/tar"
@@ -85,7 +85,7 @@ func TestJobsEndToEndSurviveKill9(t *testing.T) {
 		return len(ts) == 1 && ts[0].(map[string]any)["status"] == "running" &&
 			len(ts[0].(map[string]any)["attempts"].([]any)) == 1
 	})
-	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := srv.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	srv.wait(t, 10*time.Second)

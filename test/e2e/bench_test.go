@@ -1,0 +1,165 @@
+package e2e_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/sandbox/gvisor"
+	"github.com/skiffhq/skiff/internal/testenv"
+)
+
+// The runner is what runs in the sandbox: it reads the payload from
+// SKIFF_TASK_PAYLOAD and writes {"ok":true} to SKIFF_TASK_RESULT.
+func TestBenchRunner(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, payload string
+		code          int
+	}{
+		{"json payload", `{"i":1}`, 0},
+		{"not json", `{"i":`, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			payload, result := filepath.Join(dir, "payload.json"), filepath.Join(dir, "result.json")
+			if err := os.WriteFile(payload, []byte(tc.payload), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := skiff(t, envList("SKIFF_TASK_PAYLOAD", payload, "SKIFF_TASK_RESULT", result), "bench", "runner")
+			if r.code != tc.code {
+				t.Fatalf("got exit %d, want %d; stderr %q", r.code, tc.code, r.stderr)
+			}
+			b, err := os.ReadFile(result)
+			switch {
+			case tc.code != 0 && err == nil:
+				t.Errorf("got result %q after a failure, want none", b)
+			case tc.code == 0:
+				var r struct {
+					OK      bool  `json:"ok"`
+					Started int64 `json:"started_unix_nano"`
+				}
+				if err != nil || json.Unmarshal(b, &r) != nil || !r.OK || r.Started <= 0 {
+					t.Errorf("got result %q (%v), want {\"ok\":true} with the runner's start time", b, err)
+				}
+			}
+		})
+	}
+}
+
+// TestBenchEndToEnd runs `skiff bench` with small numbers against real
+// gVisor and buildah and checks the report's shape, never its figures.
+func TestBenchEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("bench: starts servers and sandboxes")
+	}
+	if os.Geteuid() != 0 {
+		testenv.Skip(t, "bench: needs root")
+	}
+	runsc := os.Getenv("SKIFF_RUNSC")
+	if runsc == "" {
+		runsc = gvisor.DefaultRunscPath
+	}
+	if _, err := os.Stat(runsc); err != nil {
+		testenv.Skipf(t, "bench: needs runsc at %s: %v", runsc, err)
+	}
+	if _, err := exec.LookPath("buildah"); err != nil {
+		testenv.Skip(t, "bench: needs buildah")
+	}
+	t.Parallel()
+	// The bench puts its own binary in the image, so it must be a real,
+	// static skiff: the test binary is neither.
+	bin := filepath.Join(t.TempDir(), "skiff")
+	build := exec.Command("go", "build", "-o", bin, "github.com/skiffhq/skiff/cmd/skiff")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	tmp := t.TempDir()
+	cmd := exec.Command(bin, "bench", "--jobs", "3", "--warmup", "1", "--submissions", "50", "--clients", "4",
+		"--runsc", runsc, "--tmp-dir", tmp, "--json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("skiff bench: %v\nstderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(5 * time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("skiff bench did not finish in 5 minutes; stderr:\n%s", stderr.String())
+	}
+
+	var rep struct {
+		CPUs         int        `json:"cpus"`
+		Store        string     `json:"store"`
+		RunscVersion string     `json:"runsc_version"`
+		Service      *benchStat `json:"service"`
+		ServiceSeen  *benchStat `json:"service_seen"`
+		BareRunsc    *benchStat `json:"bare_runsc"`
+		HostDriver   *benchStat `json:"host_driver"`
+		Stages       *struct {
+			RunMS float64 `json:"started_to_completed_ms"`
+		} `json:"service_stages_p50"`
+		ServiceOverheadMS *float64 `json:"service_overhead_ms"`
+		OverheadMet       *bool    `json:"overhead_met"`
+		Throughput        *struct {
+			Clients     int        `json:"clients"`
+			Submissions int        `json:"submissions"`
+			JobsPerS    float64    `json:"jobs_per_s"`
+			Quarters    []float64  `json:"quarter_jobs_per_s"`
+			Latency     *benchStat `json:"latency"`
+		} `json:"throughput"`
+		ThroughputMet *bool `json:"throughput_met"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout.String())
+	}
+	if rep.CPUs < 1 || rep.Store != "sqlite" || rep.RunscVersion == "" {
+		t.Errorf("got cpus %d, store %q, runsc version %q; want the machine described", rep.CPUs, rep.Store, rep.RunscVersion)
+	}
+	for name, s := range map[string]*benchStat{"service": rep.Service, "service_seen": rep.ServiceSeen,
+		"bare_runsc": rep.BareRunsc, "host_driver": rep.HostDriver} {
+		if s == nil || s.N != 3 || s.P50MS <= 0 || s.MinMS > s.P50MS || s.P50MS > s.P95MS || s.P95MS > s.MaxMS {
+			t.Errorf("%s: got %+v, want 3 ordered samples", name, s)
+		}
+	}
+	if rep.Stages == nil || rep.Stages.RunMS <= 0 {
+		t.Errorf("got service stages %+v, want the run stage", rep.Stages)
+	}
+	if rep.ServiceOverheadMS == nil || rep.OverheadMet == nil {
+		t.Errorf("got no service overhead or verdict")
+	}
+	if tp := rep.Throughput; tp == nil || tp.Clients != 4 || tp.Submissions != 50 || tp.JobsPerS <= 0 ||
+		len(tp.Quarters) != 4 || tp.Latency == nil || tp.Latency.N != 50 || rep.ThroughputMet == nil {
+		t.Errorf("got throughput %+v, want 50 submissions from 4 clients with a rate, latencies and a verdict", tp)
+	}
+	// Progress went to stderr, and nothing was left behind.
+	if !regexp.MustCompile(`(?m)^bench: latency: 3/3 rounds$`).MatchString(stderr.String()) {
+		t.Errorf("stderr lacks the progress lines:\n%s", stderr.String())
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("bench left %d entries in its --tmp-dir, want none", len(left))
+	}
+}
+
+type benchStat struct {
+	N     int     `json:"n"`
+	MinMS float64 `json:"min_ms"`
+	P50MS float64 `json:"p50_ms"`
+	P95MS float64 `json:"p95_ms"`
+	MaxMS float64 `json:"max_ms"`
+}

@@ -8,11 +8,11 @@ import (
 	"net/http"
 
 	"github.com/skiffhq/skiff/apiv1"
-	"github.com/skiffhq/skiff/internal/payment"
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // PaymentRequired is the x402 v2 PaymentRequired of a 402 answer.
-type PaymentRequired = payment.PaymentRequired
+type PaymentRequired = paywire.PaymentRequired
 
 // Payer pays quotes over x402: it signs a PAYMENT-SIGNATURE header value
 // for the first requirement it can meet. *Wallet is one.
@@ -73,5 +73,5 @@ func (c *Client) PayQuote(ctx context.Context, quoteID string, pr *PaymentRequir
 	// The same credential is resent on a 503: the server settles it once.
 	var out apiv1.SettleResponse
 	return &out, c.call(ctx, &request{method: http.MethodPost, path: path, noPay: true,
-		header: http.Header{payment.HeaderPaymentSignature: {sig}}}, &out)
+		header: http.Header{paywire.HeaderPaymentSignature: {sig}}}, &out)
 }

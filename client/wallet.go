@@ -15,14 +15,14 @@ import (
 	"github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
 
 	"github.com/skiffhq/skiff/apiv1"
-	"github.com/skiffhq/skiff/internal/payment"
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // Wallet is an Ethereum key held by the client: it signs in (EIP-191
 // personal_sign) and pays x402 quotes (EIP-3009 over EIP-712).
 type Wallet struct {
 	key  *secp256k1.PrivateKey
-	addr payment.Address
+	addr paywire.Address
 	// Now dates the authorizations (default time.Now).
 	Now func() time.Time
 }
@@ -36,7 +36,7 @@ func ParseWallet(hexKey string) (*Wallet, error) {
 		return nil, fmt.Errorf("a wallet key is 32 bytes of hex (64 characters)")
 	}
 	k := secp256k1.PrivKeyFromBytes(b)
-	return &Wallet{key: k, addr: payment.PubkeyAddress(k.PubKey()), Now: time.Now}, nil
+	return &Wallet{key: k, addr: paywire.PubkeyAddress(k.PubKey()), Now: time.Now}, nil
 }
 
 // Address is the wallet's checksummed address.
@@ -51,7 +51,7 @@ func (w *Wallet) sign(hash []byte) string {
 
 // PersonalSign signs msg with EIP-191 personal_sign.
 func (w *Wallet) PersonalSign(msg string) string {
-	return w.sign(payment.PersonalMessageHash([]byte(msg)))
+	return w.sign(paywire.PersonalMessageHash([]byte(msg)))
 }
 
 // PaymentSignature signs an EIP-3009 authorization for the first "exact"
@@ -65,11 +65,11 @@ func (w *Wallet) PaymentSignature(_ context.Context, pr *PaymentRequired) (strin
 		if err != nil {
 			return "", fmt.Errorf("network %q: %w", acc.Network, err)
 		}
-		asset, err := payment.ParseAddress(acc.Asset)
+		asset, err := paywire.ParseAddress(acc.Asset)
 		if err != nil {
 			return "", fmt.Errorf("asset %q: %w", acc.Asset, err)
 		}
-		to, err := payment.ParseAddress(acc.PayTo)
+		to, err := paywire.ParseAddress(acc.PayTo)
 		if err != nil {
 			return "", fmt.Errorf("payTo %q: %w", acc.PayTo, err)
 		}
@@ -82,12 +82,12 @@ func (w *Wallet) PaymentSignature(_ context.Context, pr *PaymentRequired) (strin
 		var nonce [32]byte
 		_, _ = rand.Read(nonce[:])
 		before := w.Now().Add(time.Duration(acc.MaxTimeoutSeconds) * time.Second).Unix()
-		a := payment.Authorization{From: w.addr, To: to, Value: value, ValidAfter: big.NewInt(0),
+		a := paywire.Authorization{From: w.addr, To: to, Value: value, ValidAfter: big.NewInt(0),
 			ValidBefore: big.NewInt(before), Nonce: nonce}
-		d := payment.Domain{Name: name, Version: version, ChainID: chain, VerifyingContract: asset}
+		d := paywire.Domain{Name: name, Version: version, ChainID: chain, VerifyingContract: asset}
 		res := pr.Resource
-		return payment.EncodeStd(payment.PaymentPayload{X402Version: 2, Resource: &res, Accepted: acc,
-			Payload: payment.ExactPayload{Signature: w.sign(d.TypedDataHash(&a)), Authorization: payment.EVMAuthorization{
+		return paywire.EncodeStd(paywire.PaymentPayload{X402Version: 2, Resource: &res, Accepted: acc,
+			Payload: paywire.ExactPayload{Signature: w.sign(d.TypedDataHash(&a)), Authorization: paywire.EVMAuthorization{
 				From: w.addr.Checksum(), To: to.Checksum(), Value: acc.Amount, ValidAfter: "0",
 				ValidBefore: strconv.FormatInt(before, 10), Nonce: "0x" + hex.EncodeToString(nonce[:])}}}), nil
 	}

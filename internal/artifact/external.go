@@ -13,6 +13,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/netguard"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -30,48 +31,12 @@ func badURL(format string, args ...any) *fault.Error {
 		format, args...).With("field", "url")
 }
 
-// blockedPrefixes are ranges an external URL may not reach unless the
-// operator allows private addresses: they name this machine or networks
-// behind it, not the public internet.
-var blockedPrefixes = func() []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range []string{
-		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-		"192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
-		"::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "64:ff9b::/96",
-	} {
-		out = append(out, netip.MustParsePrefix(s))
-	}
-	return out
-}()
-
 // refusedAddr says why ip may not be reached, or "" when it may.
 func (s *Service) refusedAddr(ip netip.Addr) string {
 	if s.allowPrivate {
 		return ""
 	}
-	return RefusedAddr(ip)
-}
-
-// RefusedAddr says why ip, not being a public address of another machine,
-// may not be reached from an operator's network without the operator's
-// leave, or "" when it may: external artifacts and data sources share it.
-func RefusedAddr(ip netip.Addr) string {
-	ip = ip.Unmap()
-	for _, p := range blockedPrefixes {
-		if p.Contains(ip) {
-			return fmt.Sprintf("%s is a loopback, link-local, private or reserved address", ip)
-		}
-	}
-	// The service itself: any address of this machine's interfaces.
-	if addrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range addrs {
-			if pfx, err := netip.ParsePrefix(a.String()); err == nil && pfx.Addr().Unmap() == ip {
-				return fmt.Sprintf("%s is an address of this service's machine", ip)
-			}
-		}
-	}
-	return ""
+	return netguard.RefusedAddr(ip)
 }
 
 // checkURL validates an external URL's form and where its host resolves.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/id"
-	"github.com/skiffhq/skiff/internal/payment"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // Wallet sign-in lifetimes (spec 2.2, 3.3, 5).
@@ -33,7 +33,7 @@ type WalletPolicy struct {
 	Allow []string `json:"allow"`
 	Deny  []string `json:"deny"`
 
-	allow, deny map[payment.Address]bool
+	allow, deny map[paywire.Address]bool
 }
 
 // LoadWalletPolicy reads a JSON policy file {"allow": [...], "deny": [...]}.
@@ -55,13 +55,13 @@ func LoadWalletPolicy(path string) (*WalletPolicy, error) {
 }
 
 func (p *WalletPolicy) compile() error {
-	p.allow, p.deny = map[payment.Address]bool{}, map[payment.Address]bool{}
+	p.allow, p.deny = map[paywire.Address]bool{}, map[paywire.Address]bool{}
 	for _, l := range []struct {
 		in  []string
-		out map[payment.Address]bool
+		out map[paywire.Address]bool
 	}{{p.Allow, p.allow}, {p.Deny, p.deny}} {
 		for _, s := range l.in {
-			a, err := payment.ParseAddress(s)
+			a, err := paywire.ParseAddress(s)
 			if err != nil {
 				return err
 			}
@@ -72,7 +72,7 @@ func (p *WalletPolicy) compile() error {
 }
 
 // Permits reports whether the policy accepts a; a nil policy accepts all.
-func (p *WalletPolicy) Permits(a payment.Address) bool {
+func (p *WalletPolicy) Permits(a paywire.Address) bool {
 	if p == nil {
 		return true
 	}
@@ -101,19 +101,19 @@ type WalletChallengeParams struct {
 	Chain         string
 }
 
-func parseWallet(addr string) (payment.Address, error) {
+func parseWallet(addr string) (paywire.Address, error) {
 	if !walletAddressRe.MatchString(addr) {
-		return payment.Address{}, fault.Invalid("invalid_wallet_address", "Send wallet_address as 0x followed by 40 hex digits.",
+		return paywire.Address{}, fault.Invalid("invalid_wallet_address", "Send wallet_address as 0x followed by 40 hex digits.",
 			"wallet_address %q is not 0x followed by 40 hex digits", addr).With("field", "wallet_address")
 	}
-	a, err := payment.ParseAddress(addr)
+	a, err := paywire.ParseAddress(addr)
 	if err != nil {
 		return a, fault.Invalid("invalid_wallet_address", "Send wallet_address as 0x followed by 40 hex digits.", "%v", err)
 	}
 	return a, nil
 }
 
-func (s *Service) checkPolicy(a payment.Address) error {
+func (s *Service) checkPolicy(a paywire.Address) error {
 	if !s.wallet.Policy.Permits(a) {
 		return fault.Forbidden("wallet_not_permitted", "Ask the operator of this service to admit your wallet.",
 			"wallet %s is not permitted by this service's access policy", a.Checksum())
@@ -154,7 +154,7 @@ func (s *Service) WalletChallenge(ctx context.Context, p WalletChallengeParams) 
 
 // challengeMessage is the text the wallet signs: an EIP-4361-like message
 // naming the service, the wallet, the chain, the nonce and the times.
-func (s *Service) challengeMessage(c *store.WalletChallenge, addr payment.Address) string {
+func (s *Service) challengeMessage(c *store.WalletChallenge, addr paywire.Address) string {
 	host := s.wallet.PublicURL
 	if i := strings.Index(host, "://"); i >= 0 {
 		host = host[i+3:]
@@ -209,7 +209,7 @@ func (s *Service) WalletVerify(ctx context.Context, p WalletVerifyParams) (*Wall
 	if err != nil {
 		return nil, err
 	}
-	sig, err := payment.ParseSignature(p.Signature)
+	sig, err := paywire.ParseSignature(p.Signature)
 	if err != nil {
 		return nil, fault.Invalid("invalid_signature_format", "Send the 65-byte personal_sign signature as 0x and 130 hex digits.",
 			"%v", err).With("field", "signature")
@@ -232,14 +232,14 @@ func (s *Service) WalletVerify(ctx context.Context, p WalletVerifyParams) (*Wall
 		return nil, fault.New(fault.KindGone, "challenge_expired", "Request a new challenge and sign it within 5 minutes.",
 			"challenge %s expired at %s", c.ID, c.ExpiresAt.Format(time.RFC3339))
 	}
-	want, err := payment.ParseAddress(c.Address)
+	want, err := paywire.ParseAddress(c.Address)
 	if err != nil {
 		return nil, fmt.Errorf("stored challenge address: %w", err)
 	}
 	if want != addr {
 		return nil, walletMismatch("wallet_address does not match the challenge's wallet")
 	}
-	got, err := payment.Recover(payment.PersonalMessageHash([]byte(c.Message)), sig)
+	got, err := paywire.Recover(paywire.PersonalMessageHash([]byte(c.Message)), sig)
 	if err != nil || got != addr {
 		return nil, walletMismatch("the signature was not made by this wallet over challenge.message")
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/payment"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // writeChallenges answers 402 with both ways to pay q: the PAYMENT-REQUIRED
@@ -17,7 +18,7 @@ import (
 // body {quote, payment_required, mpp} plus the envelope's fields.
 func (s *Server) writeChallenges(w http.ResponseWriter, r *http.Request, q *store.Quote, reason string, extra map[string]any) {
 	c := s.payments.ChallengesFor(q, reason)
-	w.Header().Set(payment.HeaderPaymentRequired, payment.EncodeStd(c.PaymentRequired))
+	w.Header().Set(paywire.HeaderPaymentRequired, paywire.EncodeStd(c.PaymentRequired))
 	w.Header().Add("WWW-Authenticate", c.MPP.WWWAuthenticate())
 	body := map[string]any{
 		"error":              reason,
@@ -38,7 +39,7 @@ func (s *Server) writeChallenges(w http.ResponseWriter, r *http.Request, q *stor
 // Authorization: Payment credential stands in for it (spec 5.8).
 func (s *Server) optionalPrincipal(r *http.Request) (*store.Principal, string, error) {
 	h := r.Header.Get("Authorization")
-	if cred, ok := payment.MPPCredentialFrom(h); ok {
+	if cred, ok := paywire.MPPCredentialFrom(h); ok {
 		return nil, cred, nil
 	}
 	p, err := s.auth.Authenticate(r.Context(), h)
@@ -61,7 +62,7 @@ func (s *Server) topup(w http.ResponseWriter, r *http.Request) error {
 	if p.Key.Role == store.RoleViewer {
 		return fault.Forbidden("read_only_key", "Use a member key to change anything; viewer keys can only read.", "viewer keys are read-only")
 	}
-	if h := r.Header.Get(payment.HeaderPaymentSignature); h != "" {
+	if h := r.Header.Get(paywire.HeaderPaymentSignature); h != "" {
 		// A stock x402 client retries the URL that answered 402: the
 		// payload names the quote it pays in its echoed resource URL.
 		qid, err := payment.QuoteIDFromPayload(h)
@@ -95,9 +96,9 @@ func (s *Server) payX402(w http.ResponseWriter, r *http.Request) error {
 	if !s.payments.Enabled() {
 		return payment.NotConfigured()
 	}
-	pp := payment.PayParams{QuoteID: r.PathValue("quote_id"), X402: r.Header.Get(payment.HeaderPaymentSignature)}
+	pp := payment.PayParams{QuoteID: r.PathValue("quote_id"), X402: r.Header.Get(paywire.HeaderPaymentSignature)}
 	h := r.Header.Get("Authorization")
-	if cred, ok := payment.MPPCredentialFrom(h); ok {
+	if cred, ok := paywire.MPPCredentialFrom(h); ok {
 		pp.MPP = cred
 	} else {
 		p, err := s.auth.Authenticate(r.Context(), h)
@@ -123,7 +124,7 @@ func (s *Server) pay(w http.ResponseWriter, r *http.Request, pp payment.PayParam
 		s.writeChallenges(w, r, nc.Quote, "PAYMENT-SIGNATURE header is required", nil)
 		return nil
 	case errors.As(err, &d):
-		w.Header().Set(payment.HeaderPaymentResponse, payment.EncodeStd(d.Response))
+		w.Header().Set(paywire.HeaderPaymentResponse, paywire.EncodeStd(d.Response))
 		s.writeChallenges(w, r, d.Quote, "payment declined: "+d.Reason, map[string]any{
 			"code": "payment_declined", "payment_response": d.Response})
 		return nil
@@ -179,7 +180,7 @@ func (s *Server) payable(w http.ResponseWriter, err error) error {
 	q := &store.Quote{ID: qv.ID, QuoteType: qv.QuoteType, Status: qv.Status, AmountMicros: int64(qv.AmountUSD),
 		Description: qv.Description, ExpiresAt: qv.ExpiresAt}
 	c := s.payments.ChallengesFor(q, fe.Message)
-	w.Header().Set(payment.HeaderPaymentRequired, payment.EncodeStd(c.PaymentRequired))
+	w.Header().Set(paywire.HeaderPaymentRequired, paywire.EncodeStd(c.PaymentRequired))
 	w.Header().Add("WWW-Authenticate", c.MPP.WWWAuthenticate())
 	out := *fe
 	out.Fields = map[string]any{"payment_required": c.PaymentRequired, "mpp": c.MPPView}

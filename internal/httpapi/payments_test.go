@@ -18,6 +18,7 @@ import (
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/payment"
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // Test chain: Base's chain id with a token of our own.
@@ -76,8 +77,8 @@ func (f *facilitator) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var req struct {
 		X402Version         int                    `json:"x402Version"`
-		PaymentPayload      payment.PaymentPayload `json:"paymentPayload"`
-		PaymentRequirements payment.Requirements   `json:"paymentRequirements"`
+		PaymentPayload      paywire.PaymentPayload `json:"paymentPayload"`
+		PaymentRequirements paywire.Requirements   `json:"paymentRequirements"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.X402Version != 2 {
 		f.t.Errorf("facilitator %s: bad request: %v", r.URL.Path, err)
@@ -85,17 +86,17 @@ func (f *facilitator) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := req.PaymentPayload.Payload.Authorization
-	asset, _ := payment.ParseAddress(req.PaymentRequirements.Asset)
+	asset, _ := paywire.ParseAddress(req.PaymentRequirements.Asset)
 	chain, _ := strconv.ParseInt(strings.TrimPrefix(req.PaymentRequirements.Network, "eip155:"), 10, 64)
-	d := payment.Domain{Name: req.PaymentRequirements.Extra["name"].(string), Version: req.PaymentRequirements.Extra["version"].(string),
+	d := paywire.Domain{Name: req.PaymentRequirements.Extra["name"].(string), Version: req.PaymentRequirements.Extra["version"].(string),
 		ChainID: chain, VerifyingContract: asset}
-	from, _ := payment.ParseAddress(a.From)
-	to, _ := payment.ParseAddress(a.To)
+	from, _ := paywire.ParseAddress(a.From)
+	to, _ := paywire.ParseAddress(a.To)
 	value, _ := new(big.Int).SetString(a.Value, 10)
 	va, _ := new(big.Int).SetString(a.ValidAfter, 10)
 	vb, _ := new(big.Int).SetString(a.ValidBefore, 10)
-	nonce, _ := payment.ParseBytes32(a.Nonce)
-	sigErr := d.VerifyAuthorization(&payment.Authorization{From: from, To: to, Value: value, ValidAfter: va, ValidBefore: vb, Nonce: nonce},
+	nonce, _ := paywire.ParseBytes32(a.Nonce)
+	sigErr := d.VerifyAuthorization(&paywire.Authorization{From: from, To: to, Value: value, ValidAfter: va, ValidBefore: vb, Nonce: nonce},
 		req.PaymentPayload.Payload.Signature)
 	key := strings.ToLower(a.From + "|" + a.Nonce)
 	sig := req.PaymentPayload.Payload.Signature
@@ -177,7 +178,7 @@ func startPayEnvChain(t *testing.T, eng apitest.Engine, chain payment.Chain) *pa
 // topupResponse is the 402 of a top-up.
 type topupResponse struct {
 	Quote           apiv1.Quote             `json:"quote"`
-	PaymentRequired payment.PaymentRequired `json:"payment_required"`
+	PaymentRequired paywire.PaymentRequired `json:"payment_required"`
 	MPP             struct {
 		ID, Realm, Method, Intent, Expires string
 		Request                            map[string]any
@@ -195,28 +196,28 @@ func (p *payEnv) topup(t *testing.T, amount any) (topupResponse, *apitest.Respon
 }
 
 // authorization signs an EIP-3009 authorization of value to payTo.
-func (p *payEnv) authorization(t *testing.T, value string, nonce [32]byte, validBefore time.Time) (payment.EVMAuthorization, string) {
+func (p *payEnv) authorization(t *testing.T, value string, nonce [32]byte, validBefore time.Time) (paywire.EVMAuthorization, string) {
 	t.Helper()
-	asset, _ := payment.ParseAddress(testAsset)
-	to, _ := payment.ParseAddress(testPayTo)
+	asset, _ := paywire.ParseAddress(testAsset)
+	to, _ := paywire.ParseAddress(testPayTo)
 	v, _ := new(big.Int).SetString(value, 10)
-	a := payment.Authorization{From: p.wallet.addr, To: to, Value: v, ValidAfter: big.NewInt(0),
+	a := paywire.Authorization{From: p.wallet.addr, To: to, Value: v, ValidAfter: big.NewInt(0),
 		ValidBefore: big.NewInt(validBefore.Unix()), Nonce: nonce}
-	d := payment.Domain{Name: "Test USD", Version: "2", ChainID: 8453, VerifyingContract: asset}
-	return payment.EVMAuthorization{From: p.wallet.addr.Checksum(), To: testPayTo, Value: value, ValidAfter: "0",
+	d := paywire.Domain{Name: "Test USD", Version: "2", ChainID: 8453, VerifyingContract: asset}
+	return paywire.EVMAuthorization{From: p.wallet.addr.Checksum(), To: testPayTo, Value: value, ValidAfter: "0",
 		ValidBefore: strconv.FormatInt(validBefore.Unix(), 10), Nonce: "0x" + hex.EncodeToString(nonce[:])}, p.wallet.sign(d.TypedDataHash(&a))
 }
 
 // x402Header builds PAYMENT-SIGNATURE for a 402's requirements, as
 // @x402/evm does.
-func (p *payEnv) x402Header(t *testing.T, pr payment.PaymentRequired) string {
+func (p *payEnv) x402Header(t *testing.T, pr paywire.PaymentRequired) string {
 	t.Helper()
 	var nonce [32]byte
 	_, _ = rand.Read(nonce[:])
 	acc := pr.Accepts[0]
 	a, sig := p.authorization(t, acc.Amount, nonce, p.e.Clock.Now().Add(time.Duration(acc.MaxTimeoutSeconds)*time.Second))
-	return payment.EncodeStd(payment.PaymentPayload{X402Version: 2, Resource: &pr.Resource, Accepted: acc,
-		Payload: payment.ExactPayload{Signature: sig, Authorization: a}})
+	return paywire.EncodeStd(paywire.PaymentPayload{X402Version: 2, Resource: &pr.Resource, Accepted: acc,
+		Payload: paywire.ExactPayload{Signature: sig, Authorization: a}})
 }
 
 // mppCredential builds an MPP credential for a 402's challenge, as mppx
@@ -227,11 +228,11 @@ func (p *payEnv) mppCredential(t *testing.T, tr topupResponse) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, sig := p.authorization(t, tr.MPP.Request["amount"].(string), payment.ChallengeHash(tr.MPP.ID, tr.MPP.Realm), exp)
-	return payment.EncodeURL(payment.MPPCredential{
-		Challenge: payment.MPPChallenge{ID: tr.MPP.ID, Realm: tr.MPP.Realm, Method: tr.MPP.Method, Intent: tr.MPP.Intent,
+	a, sig := p.authorization(t, tr.MPP.Request["amount"].(string), paywire.ChallengeHash(tr.MPP.ID, tr.MPP.Realm), exp)
+	return paywire.EncodeURL(paywire.MPPCredential{
+		Challenge: paywire.MPPChallenge{ID: tr.MPP.ID, Realm: tr.MPP.Realm, Method: tr.MPP.Method, Intent: tr.MPP.Intent,
 			Request: tr.MPP.EncodedRequest, Expires: tr.MPP.Expires},
-		Payload: payment.MPPPayload{Type: "authorization", From: a.From, To: a.To, Value: a.Value, ValidAfter: a.ValidAfter,
+		Payload: paywire.MPPPayload{Type: "authorization", From: a.From, To: a.To, Value: a.Value, ValidAfter: a.ValidAfter,
 			ValidBefore: a.ValidBefore, Nonce: a.Nonce, Signature: sig},
 		Source: "did:pkh:eip155:8453:" + a.From,
 	})
@@ -275,7 +276,7 @@ func TestTopupQuote(t *testing.T) {
 		if err != nil {
 			t.Fatalf("PAYMENT-REQUIRED is not standard base64: %v", err)
 		}
-		var pr payment.PaymentRequired
+		var pr paywire.PaymentRequired
 		if err := json.Unmarshal(raw, &pr); err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +298,7 @@ func TestTopupQuote(t *testing.T) {
 				t.Errorf("WWW-Authenticate %q lacks %s", www, part)
 			}
 		}
-		req, _ := payment.DecodeMPPRequest(tr.MPP.EncodedRequest)
+		req, _ := paywire.DecodeMPPRequest(tr.MPP.EncodedRequest)
 		want := map[string]any{"amount": "12500000", "currency": testAsset, "recipient": testPayTo,
 			"methodDetails": map[string]any{"chainId": 8453.0, "credentialTypes": []any{"authorization"}, "decimals": 6.0}}
 		if b1, b2 := string(mustJSON(t, req)), string(mustJSON(t, want)); b1 != b2 {
@@ -353,7 +354,7 @@ func TestPayX402(t *testing.T) {
 			t.Errorf("settle: got %+v", paid)
 		}
 		raw, err := base64.StdEncoding.DecodeString(r.Header.Get("PAYMENT-RESPONSE"))
-		var sr payment.SettleResponse
+		var sr paywire.SettleResponse
 		if err != nil || json.Unmarshal(raw, &sr) != nil || !sr.Success || sr.Transaction != paid.Payment.Transaction || sr.Network != "eip155:8453" {
 			t.Errorf("PAYMENT-RESPONSE: got %s (%v)", raw, err)
 		}
@@ -417,7 +418,7 @@ func TestPayMPP(t *testing.T) {
 			t.Errorf("settle: got %+v", paid)
 		}
 		raw, err := base64.RawURLEncoding.DecodeString(r.Header.Get("Payment-Receipt"))
-		var rc payment.MPPReceipt
+		var rc paywire.MPPReceipt
 		if err != nil || json.Unmarshal(raw, &rc) != nil || rc.Status != "success" || rc.Method != "evm" || rc.ChallengeID != tr.Quote.ID ||
 			rc.Reference != paid.Payment.Transaction || rc.ChainID != 8453 {
 			t.Errorf("Payment-Receipt: got %s (%v)", raw, err)
@@ -441,17 +442,17 @@ func TestPayMPP(t *testing.T) {
 			t.Errorf("other quote's credential: got %q, want challenge_mismatch", env.Code)
 		}
 		// Another type of credential: 422.
-		var c payment.MPPCredential
+		var c paywire.MPPCredential
 		b, _ := base64.RawURLEncoding.DecodeString(p.mppCredential(t, tr2))
 		_ = json.Unmarshal(b, &c)
 		c.Payload.Type = "transaction"
-		if env := p.payMPP(t, payPath(tr2.Quote.ID), payment.EncodeURL(c)).Fail(t, http.StatusUnprocessableEntity); env.Code != "unsupported_credential_type" {
+		if env := p.payMPP(t, payPath(tr2.Quote.ID), paywire.EncodeURL(c)).Fail(t, http.StatusUnprocessableEntity); env.Code != "unsupported_credential_type" {
 			t.Errorf("type transaction: got %q", env.Code)
 		}
 		// A nonce not bound to the quote: 422.
 		c.Payload.Type = "authorization"
 		c.Payload.Nonce = "0x" + strings.Repeat("11", 32)
-		if env := p.payMPP(t, payPath(tr2.Quote.ID), payment.EncodeURL(c)).Fail(t, http.StatusUnprocessableEntity); env.Code != "nonce_mismatch" {
+		if env := p.payMPP(t, payPath(tr2.Quote.ID), paywire.EncodeURL(c)).Fail(t, http.StatusUnprocessableEntity); env.Code != "nonce_mismatch" {
 			t.Errorf("unbound nonce: got %q", env.Code)
 		}
 		// Second quote pays normally afterwards.
@@ -470,14 +471,14 @@ func TestPayBadInput(t *testing.T) {
 		tr, _ := p.topup(t, 3)
 		qid := tr.Quote.ID
 		good := p.x402Header(t, tr.PaymentRequired)
-		var payload payment.PaymentPayload
+		var payload paywire.PaymentPayload
 		b, _ := base64.StdEncoding.DecodeString(good)
 		_ = json.Unmarshal(b, &payload)
-		mutate := func(fn func(pp *payment.PaymentPayload)) string {
+		mutate := func(fn func(pp *paywire.PaymentPayload)) string {
 			c := payload
 			c.Accepted.Extra = payload.Accepted.Extra
 			fn(&c)
-			return payment.EncodeStd(c)
+			return paywire.EncodeStd(c)
 		}
 		// A high-s twin of the good signature.
 		sig, _ := hex.DecodeString(payload.Payload.Signature[2:])
@@ -494,21 +495,21 @@ func TestPayBadInput(t *testing.T) {
 			"malformed base64": {"%%%not-base64", "invalid_payment_payload"},
 			"url-safe base64":  {strings.NewReplacer("+", "-", "/", "_").Replace(good) + "-_", "invalid_payment_payload"},
 			"truncated json":   {base64.StdEncoding.EncodeToString(b[:len(b)/2]), "invalid_payment_payload"},
-			"oversize":         {strings.Repeat("A", payment.MaxHeaderBytes+8), "invalid_payment_payload"},
-			"wrong chain":      {mutate(func(pp *payment.PaymentPayload) { pp.Accepted.Network = "eip155:1" }), "network_mismatch"},
-			"wrong payee":      {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.To = testAsset }), "payee_mismatch"},
-			"wrong asset":      {mutate(func(pp *payment.PaymentPayload) { pp.Accepted.Asset = testPayTo }), "asset_mismatch"},
-			"tampered amount":  {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.Value = "300000000" }), "amount_mismatch"},
-			"accepted amount":  {mutate(func(pp *payment.PaymentPayload) { pp.Accepted.Amount = "1" }), "amount_mismatch"},
-			"expired auth":     {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.ValidBefore = "1000" }), "authorization_expired"},
-			"not yet valid":    {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.ValidAfter = "99999999999" }), "authorization_not_yet_valid"},
-			"high-s signature": {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Signature = highS }), "invalid_signature"},
-			"other signer":     {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.From = testPayTo }), "invalid_signature"},
-			"bad nonce":        {mutate(func(pp *payment.PaymentPayload) { pp.Payload.Authorization.Nonce = "0x12" }), "invalid_payment_payload"},
-			"changed nonce": {mutate(func(pp *payment.PaymentPayload) {
+			"oversize":         {strings.Repeat("A", paywire.MaxHeaderBytes+8), "invalid_payment_payload"},
+			"wrong chain":      {mutate(func(pp *paywire.PaymentPayload) { pp.Accepted.Network = "eip155:1" }), "network_mismatch"},
+			"wrong payee":      {mutate(func(pp *paywire.PaymentPayload) { pp.Payload.Authorization.To = testAsset }), "payee_mismatch"},
+			"wrong asset":      {mutate(func(pp *paywire.PaymentPayload) { pp.Accepted.Asset = testPayTo }), "asset_mismatch"},
+			"tampered amount":  {mutate(func(pp *paywire.PaymentPayload) { pp.Payload.Authorization.Value = "300000000" }), "amount_mismatch"},
+			"accepted amount":  {mutate(func(pp *paywire.PaymentPayload) { pp.Accepted.Amount = "1" }), "amount_mismatch"},
+			"expired auth":     {mutate(func(pp *paywire.PaymentPayload) { pp.Payload.Authorization.ValidBefore = "1000" }), "authorization_expired"},
+			"not yet valid":    {mutate(func(pp *paywire.PaymentPayload) { pp.Payload.Authorization.ValidAfter = "99999999999" }), "authorization_not_yet_valid"},
+			"high-s signature": {mutate(func(pp *paywire.PaymentPayload) { pp.Payload.Signature = highS }), "invalid_signature"},
+			"other signer":     {mutate(func(pp *paywire.PaymentPayload) { pp.Payload.Authorization.From = testPayTo }), "invalid_signature"},
+			"bad nonce":        {mutate(func(pp *paywire.PaymentPayload) { pp.Payload.Authorization.Nonce = "0x12" }), "invalid_payment_payload"},
+			"changed nonce": {mutate(func(pp *paywire.PaymentPayload) {
 				pp.Payload.Authorization.Nonce = "0x" + hex.EncodeToString(usedNonce[:])
 			}), "invalid_signature"},
-			"x402 version one": {mutate(func(pp *payment.PaymentPayload) { pp.X402Version = 1 }), "invalid_payment_payload"},
+			"x402 version one": {mutate(func(pp *paywire.PaymentPayload) { pp.X402Version = 1 }), "invalid_payment_payload"},
 			"malformed mpp":    {"", "malformed_mpp_credential"},
 			"mpp truncated":    {"", "malformed_mpp_credential"},
 		} {
@@ -539,7 +540,7 @@ func TestPayBadInput(t *testing.T) {
 		// A reused authorization (payer, nonce) on another quote of the
 		// same amount: refused, not credited.
 		tr2, _ := p.topup(t, 3)
-		reuse := mutate(func(pp *payment.PaymentPayload) { pp.Resource = &tr2.PaymentRequired.Resource })
+		reuse := mutate(func(pp *paywire.PaymentPayload) { pp.Resource = &tr2.PaymentRequired.Resource })
 		env := p.payX402(t, tr2.Quote.ID, reuse).Fail(t, http.StatusUnprocessableEntity)
 		if env.Code != "nonce_already_used" {
 			t.Errorf("reused nonce: got %q (%s), want nonce_already_used", env.Code, env.Error)
@@ -741,7 +742,7 @@ type countingChain struct {
 	calls int
 }
 
-func (c *countingChain) Paid(context.Context, payment.Address, payment.Address, payment.Address, *big.Int, [32]byte) (string, error) {
+func (c *countingChain) Paid(context.Context, paywire.Address, paywire.Address, paywire.Address, *big.Int, [32]byte) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++

@@ -15,14 +15,14 @@ import (
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/auth"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
-	"github.com/skiffhq/skiff/internal/payment"
 	"github.com/skiffhq/skiff/internal/testenv"
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // testWallet is a key that signs like a wallet: personal_sign and EIP-712.
 type testWallet struct {
 	key  *secp256k1.PrivateKey
-	addr payment.Address
+	addr paywire.Address
 }
 
 func newTestWallet(t testing.TB, seed byte) *testWallet {
@@ -30,7 +30,7 @@ func newTestWallet(t testing.TB, seed byte) *testWallet {
 	var b [32]byte
 	b[31], b[0] = seed, 0x42
 	k := secp256k1.PrivKeyFromBytes(b[:])
-	return &testWallet{key: k, addr: payment.PubkeyAddress(k.PubKey())}
+	return &testWallet{key: k, addr: paywire.PubkeyAddress(k.PubKey())}
 }
 
 // sign returns r||s||v (v 27/28) over hash, as wallets send it.
@@ -41,7 +41,7 @@ func (w *testWallet) sign(hash []byte) string {
 }
 
 func (w *testWallet) personalSign(msg string) string {
-	return w.sign(payment.PersonalMessageHash([]byte(msg)))
+	return w.sign(paywire.PersonalMessageHash([]byte(msg)))
 }
 
 // signIn runs the wallet flow and returns the session token.

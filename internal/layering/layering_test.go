@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,7 +39,6 @@ var adapters = map[string]string{
 	"store/postgres":          "a store engine (and pgtest, its test server)",
 	"store/sqldb":             "the SQL both store engines share",
 	"store/storetest":         "the conformance suite and the tests' store openers, which open the engines",
-	"layering":                "this test, which runs the go command",
 }
 
 // forbidden are what a domain package must not depend on, even through
@@ -62,9 +62,9 @@ type pkg struct {
 	Deps       []string
 }
 
-// listInternal is every package under internal/ with its direct imports and
+// listModule is every package of the module with its direct imports and
 // all its dependencies, test files excluded.
-func listInternal(t *testing.T) []pkg {
+func listModule(t *testing.T) []pkg {
 	t.Helper()
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(gobin); err != nil {
@@ -72,7 +72,7 @@ func listInternal(t *testing.T) []pkg {
 			t.Fatalf("no go command to list packages with: %v", err)
 		}
 	}
-	cmd := exec.Command(gobin, "list", "-e", "-json=ImportPath,Imports,Deps,Error", module+"/internal/...")
+	cmd := exec.Command(gobin, "list", "-e", "-json=ImportPath,Imports,Deps,Error", module+"/...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -92,6 +92,9 @@ func listInternal(t *testing.T) []pkg {
 			t.Fatalf("decode go list: %v", err)
 		}
 		if p.Error != nil {
+			if strings.Contains(p.Error.Err, "no non-test Go files") {
+				continue // a test-only package (test/e2e): the test tier, below
+			}
 			t.Fatalf("go list %s: %s", p.ImportPath, p.Error.Err)
 		}
 		pkgs = append(pkgs, p.pkg)
@@ -127,7 +130,8 @@ func domainViolations(pkgs []pkg) []string {
 	all, domain := map[string]pkg{}, map[string]bool{}
 	for _, p := range pkgs {
 		all[p.ImportPath] = p
-		if adapterOf(strings.TrimPrefix(p.ImportPath, module+"/internal/")) == "" {
+		rel, internal := strings.CutPrefix(p.ImportPath, module+"/internal/")
+		if internal && adapterOf(rel) == "" {
 			domain[p.ImportPath] = true
 		}
 	}
@@ -163,7 +167,7 @@ func domainViolations(pkgs []pkg) []string {
 	return out
 }
 
-// watchSources stats every Go file under internal/ and go.mod. The go
+// watchSources stats every Go file of the module and go.mod. The go
 // command caches a passing test by the files the test itself opens or
 // stats; the imports that go list reads are invisible to it, so without
 // this an edit that adds a forbidden import would be answered by a stale
@@ -177,9 +181,15 @@ func watchSources(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("module root: %v", err)
 	}
-	err = filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
 			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
 		}
 		_, err = os.Stat(path)
 		return err
@@ -189,35 +199,135 @@ func watchSources(t *testing.T) {
 	}
 }
 
-// TestDomainImports fails when a domain package (anything under internal/
+// boundaries are the rules across the module, beside the domain rule: a
+// package matching from must not depend, directly or through anything, on
+// a package matching one of deps. A path ending in "/..." covers the
+// package and its subpackages.
+type boundary struct {
+	from, deps []string
+	why        string
+}
+
+var boundaries = []boundary{
+	{
+		from: []string{module + "/apiv1/...", module + "/client/...", module + "/paywire/..."},
+		deps: []string{module + "/internal/..."},
+		why:  "a public package (the API's wire types, the Go client, the payment wire) must build without the server: users import it",
+	},
+	{
+		from: []string{module + "/internal/agentproto/..."},
+		deps: []string{module + "/internal/..."},
+		why:  "the host protocol's wire is a leaf: both sides import it, it imports neither",
+	},
+	{
+		from: []string{module + "/internal/agent/...", module + "/internal/sandbox/...", module + "/internal/gpu/...", module + "/internal/ociimage/..."},
+		deps: []string{module + "/internal/store/...", module + "/internal/job/...", module + "/internal/jobview/...", module + "/internal/billing/...",
+			module + "/internal/payment/...", module + "/internal/project/...", module + "/internal/artifact/...", module + "/internal/fleet/...",
+			module + "/internal/httpapi/...", module + "/internal/server/...", module + "/internal/auth/..."},
+		why: "the host side runs on machines the controller does not trust and reaches the controller only through agentproto; it never holds the store, money or other tenants' rows",
+	},
+}
+
+// untested are the packages no rule holds, each with its reason.
+var untested = map[string]string{
+	module + "/test/...":    "the system tests (test/e2e, test/security, test/payments) run the whole binary and may import anything",
+	module + "/cmd/...":     "main: it calls internal/cli",
+	module + "/scripts/...": "the tools CI and make run (testreport)",
+}
+
+func matches(pattern, path string) bool {
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return path == base || strings.HasPrefix(path, base+"/")
+	}
+	return path == pattern
+}
+
+// boundaryViolations is every dependency that crosses a boundary, as "pkg:
+// dep (why)" lines, each reported once where it enters: not again for a
+// dependency that comes through another reported one.
+func boundaryViolations(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		for _, b := range boundaries {
+			if !slices.ContainsFunc(b.from, func(f string) bool { return matches(f, p.ImportPath) }) {
+				continue
+			}
+			bad := func(dep string) bool {
+				if slices.ContainsFunc(b.from, func(f string) bool { return matches(f, dep) }) &&
+					!slices.ContainsFunc(b.deps, func(d string) bool { return matches(d, dep) && !matches(d, p.ImportPath) }) {
+					return false // within the boundary itself
+				}
+				return slices.ContainsFunc(b.deps, func(d string) bool { return matches(d, dep) })
+			}
+			for _, dep := range p.Deps {
+				if !bad(dep) {
+					continue
+				}
+				how := "through a dependency"
+				if slices.Contains(p.Imports, dep) {
+					how = "directly"
+				}
+				out = append(out, p.ImportPath+" imports "+dep+" "+how+": "+b.why)
+			}
+		}
+	}
+	return out
+}
+
+// TestModuleImports fails when a domain package (anything under internal/
 // that is not a listed adapter) depends on net/http, a store engine,
-// database/sql, httpapi or the composition root.
-func TestDomainImports(t *testing.T) {
+// database/sql, httpapi or the composition root, or when any package of
+// the module crosses one of the boundaries.
+func TestModuleImports(t *testing.T) {
 	t.Parallel()
 	watchSources(t)
-	pkgs := listInternal(t)
-	if len(pkgs) < 20 {
-		t.Fatalf("go list found %d packages under internal/, want the whole tree", len(pkgs))
+	pkgs := listModule(t)
+	if len(pkgs) < 40 {
+		t.Fatalf("go list found %d packages in the module, want the whole tree", len(pkgs))
 	}
 	for _, v := range domainViolations(pkgs) {
 		t.Error(v)
 	}
-	// The exemptions must name packages that exist, so that a rename
-	// cannot leave a stale entry exempting nothing (or the next package
-	// to take the name).
+	for _, v := range boundaryViolations(pkgs) {
+		t.Error(v)
+	}
+	// Every package is held to a rule or listed with a reason.
+	for _, p := range pkgs {
+		if strings.HasPrefix(p.ImportPath, module+"/internal/") || slices.ContainsFunc(boundaries, func(b boundary) bool {
+			return slices.ContainsFunc(b.from, func(f string) bool { return matches(f, p.ImportPath) })
+		}) {
+			continue
+		}
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(untested)), func(u string) bool { return matches(u, p.ImportPath) }) &&
+			!publicLeaf(p) {
+			t.Errorf("%s is held to no layering rule: add it to a boundary, or to untested with its reason", p.ImportPath)
+		}
+	}
+	// Every exemption exempts something: an adapter entry under which no
+	// package needs the exemption is stale (or was never needed) and goes.
 	for a := range adapters {
-		found := false
+		needed := false
 		for _, p := range pkgs {
-			rel := strings.TrimPrefix(p.ImportPath, module+"/internal/")
-			if rel == a || strings.HasPrefix(rel, a+"/") {
-				found = true
+			rel, ok := strings.CutPrefix(p.ImportPath, module+"/internal/")
+			if ok && (rel == a || strings.HasPrefix(rel, a+"/")) && adapterOf(rel) == a && slices.ContainsFunc(p.Deps, func(d string) bool {
+				_, no := forbids(d)
+				return no
+			}) {
+				needed = true
 				break
 			}
 		}
-		if !found {
-			t.Errorf("adapter %q is listed but no package internal/%s exists", a, a)
+		if !needed {
+			t.Errorf("adapter %q is listed but no package internal/%s needs the exemption: remove it", a, a)
 		}
 	}
+}
+
+// publicLeaf reports whether p, outside internal/ and no listed boundary,
+// imports nothing of the module's internal packages (docs, openapi, the
+// examples and SDK fixtures): such a package needs no rule of its own.
+func publicLeaf(p pkg) bool {
+	return !slices.ContainsFunc(p.Deps, func(d string) bool { return strings.HasPrefix(d, module+"/internal/") })
 }
 
 // The rule itself: a domain package that picks up net/http, directly or
@@ -244,6 +354,36 @@ func TestDomainViolations(t *testing.T) {
 		in + "fleet imports " + in + "store/sqlite directly: domain code sees the store seam, never an engine",
 		in + "job/expand imports net/http/httptrace through a dependency: HTTP is an adapter",
 		in + "newthing imports " + in + "httpapi directly: domain code must not know its HTTP adapter",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The boundaries themselves: the public client reaching internal/, the
+// host side reaching the store through a package that looked harmless, and
+// the wire importing anything of the module are each reported; a public
+// package using another public one, and the host using agentproto, are not.
+func TestBoundaryViolations(t *testing.T) {
+	t.Parallel()
+	const in = module + "/internal/"
+	pkgs := []pkg{
+		{ImportPath: module + "/client", Imports: []string{module + "/apiv1", in + "payment"},
+			Deps: []string{module + "/apiv1", in + "payment", in + "store"}},
+		{ImportPath: module + "/paywire", Imports: []string{"math/big"}, Deps: []string{"math/big"}},
+		{ImportPath: in + "agent/datasrc", Imports: []string{in + "artifact", in + "agentproto"},
+			Deps: []string{in + "agentproto", in + "artifact", in + "store"}},
+		{ImportPath: in + "agent", Imports: []string{in + "agentproto", in + "sandbox"}, Deps: []string{in + "agentproto", in + "sandbox"}},
+		{ImportPath: in + "agentproto", Imports: []string{in + "clock"}, Deps: []string{in + "clock"}},
+		{ImportPath: in + "fleet", Imports: []string{in + "store", in + "job"}, Deps: []string{in + "store", in + "job"}},
+	}
+	got := boundaryViolations(pkgs)
+	want := []string{
+		module + "/client imports " + in + "payment directly: " + boundaries[0].why,
+		module + "/client imports " + in + "store through a dependency: " + boundaries[0].why,
+		in + "agent/datasrc imports " + in + "artifact directly: " + boundaries[2].why,
+		in + "agent/datasrc imports " + in + "store through a dependency: " + boundaries[2].why,
+		in + "agentproto imports " + in + "clock directly: " + boundaries[1].why,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // Chain reads what the token contract recorded. It is the truth when a
@@ -21,12 +23,12 @@ type Chain interface {
 	// authorizer to payTo (Transfer), or "" when there is none: the nonce
 	// is unused, was cancelled, or paid someone else under another
 	// authorization signed with the same nonce.
-	Paid(ctx context.Context, asset, authorizer, payTo Address, value *big.Int, nonce [32]byte) (string, error)
+	Paid(ctx context.Context, asset, authorizer, payTo paywire.Address, value *big.Int, nonce [32]byte) (string, error)
 }
 
 // nonceUsed reports whether a declined settlement says that the
 // authorization's nonce is already spent on the chain.
-func nonceUsed(res *SettleResponse) bool {
+func nonceUsed(res *paywire.SettleResponse) bool {
 	return strings.Contains(res.ErrorReason, "nonce_already_used") ||
 		strings.Contains(res.ErrorMessage, "authorization is used")
 }
@@ -34,33 +36,33 @@ func nonceUsed(res *SettleResponse) bool {
 // usedOnChain looks up whether the authorization of settlement request
 // raw was executed on the chain; it returns the settle answer the
 // facilitator would have given, nil when it was not executed.
-func (s *Service) usedOnChain(ctx context.Context, raw []byte) (*SettleResponse, error) {
+func (s *Service) usedOnChain(ctx context.Context, raw []byte) (*paywire.SettleResponse, error) {
 	var req FacilitatorRequest
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return nil, fmt.Errorf("settlement request: %w", err)
 	}
-	var p PaymentPayload
+	var p paywire.PaymentPayload
 	if err := json.Unmarshal(req.PaymentPayload, &p); err != nil {
 		return nil, fmt.Errorf("settlement payload: %w", err)
 	}
 	a := p.Payload.Authorization
-	asset, err := ParseAddress(req.PaymentRequirements.Asset)
+	asset, err := paywire.ParseAddress(req.PaymentRequirements.Asset)
 	if err != nil {
 		return nil, fmt.Errorf("settlement asset: %w", err)
 	}
-	from, err := ParseAddress(a.From)
+	from, err := paywire.ParseAddress(a.From)
 	if err != nil {
 		return nil, fmt.Errorf("settlement payer: %w", err)
 	}
-	to, err := ParseAddress(a.To)
+	to, err := paywire.ParseAddress(a.To)
 	if err != nil {
 		return nil, fmt.Errorf("settlement payee: %w", err)
 	}
-	value, err := ParseUint256(a.Value)
+	value, err := paywire.ParseUint256(a.Value)
 	if err != nil {
 		return nil, fmt.Errorf("settlement value: %w", err)
 	}
-	nonce, err := ParseBytes32(a.Nonce)
+	nonce, err := paywire.ParseBytes32(a.Nonce)
 	if err != nil {
 		return nil, fmt.Errorf("settlement nonce: %w", err)
 	}
@@ -68,18 +70,18 @@ func (s *Service) usedOnChain(ctx context.Context, raw []byte) (*SettleResponse,
 	if err != nil || tx == "" {
 		return nil, err
 	}
-	return &SettleResponse{Success: true, Payer: a.From, Transaction: tx, Network: req.PaymentRequirements.Network,
+	return &paywire.SettleResponse{Success: true, Payer: a.From, Transaction: tx, Network: req.PaymentRequirements.Network,
 		Amount: a.Value}, nil
 }
 
 // TransferTopic is the log topic of ERC-20's Transfer(address indexed
 // from, address indexed to, uint256 value).
 func TransferTopic() string {
-	return "0x" + hex.EncodeToString(Keccak256([]byte("Transfer(address,address,uint256)")))
+	return "0x" + hex.EncodeToString(paywire.Keccak256([]byte("Transfer(address,address,uint256)")))
 }
 
 // AuthorizationUsedTopic is the log topic of EIP-3009's
 // AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce).
 func AuthorizationUsedTopic() string {
-	return "0x" + hex.EncodeToString(Keccak256([]byte("AuthorizationUsed(address,bytes32)")))
+	return "0x" + hex.EncodeToString(paywire.Keccak256([]byte("AuthorizationUsed(address,bytes32)")))
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // Defaults: USDC on Base mainnet.
@@ -115,11 +117,11 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.PayTo != "" {
-		if _, err := ParseAddress(c.PayTo); err != nil {
+		if _, err := paywire.ParseAddress(c.PayTo); err != nil {
 			errs = append(errs, fmt.Errorf("--x402-pay-to: %v", err))
 		}
 	}
-	if _, err := ParseAddress(c.Asset); err != nil {
+	if _, err := paywire.ParseAddress(c.Asset); err != nil {
 		errs = append(errs, fmt.Errorf("--x402-asset: %v", err))
 	}
 	if !strings.HasPrefix(c.Network, "eip155:") || c.ChainID() <= 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // ErrFacilitatorUnavailable is a facilitator that could not be reached,
@@ -14,13 +16,13 @@ var ErrFacilitatorUnavailable = errors.New("x402 facilitator unavailable")
 // Facilitator verifies and settles x402 payments; facilitatorhttp.Client is
 // the HTTP one (an adapter, outside this domain package).
 type Facilitator interface {
-	Verify(ctx context.Context, req *FacilitatorRequest) (*VerifyResponse, error)
-	Settle(ctx context.Context, req *FacilitatorRequest) (*SettleResponse, json.RawMessage, error)
+	Verify(ctx context.Context, req *FacilitatorRequest) (*paywire.VerifyResponse, error)
+	Settle(ctx context.Context, req *FacilitatorRequest) (*paywire.SettleResponse, json.RawMessage, error)
 }
 
 // FacilitatorRequest is the body of /verify and /settle.
 type FacilitatorRequest struct {
-	X402Version         int             `json:"x402Version"`
-	PaymentPayload      json.RawMessage `json:"paymentPayload"`
-	PaymentRequirements Requirements    `json:"paymentRequirements"`
+	X402Version         int                  `json:"x402Version"`
+	PaymentPayload      json.RawMessage      `json:"paymentPayload"`
+	PaymentRequirements paywire.Requirements `json:"paymentRequirements"`
 }

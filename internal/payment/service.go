@@ -3,6 +3,7 @@ package payment
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // Protocols a quote is paid over, and their ledger entry types.
@@ -79,8 +81,8 @@ func (s *Service) PayURL(quoteID string) string {
 }
 
 // Requirements is what paying quote q takes over x402.
-func (s *Service) Requirements(q *store.Quote) Requirements {
-	return Requirements{
+func (s *Service) Requirements(q *store.Quote) paywire.Requirements {
+	return paywire.Requirements{
 		Scheme: "exact", Network: s.cfg.Network, Amount: strconv.FormatInt(q.AmountMicros, 10),
 		Asset: s.cfg.Asset, PayTo: s.cfg.PayTo, MaxTimeoutSeconds: MaxTimeoutSeconds,
 		Extra: map[string]any{"name": s.cfg.AssetName, "version": s.cfg.AssetVersion, "assetTransferMethod": "eip3009"},
@@ -88,16 +90,16 @@ func (s *Service) Requirements(q *store.Quote) Requirements {
 }
 
 // PaymentRequired is the x402 v2 PaymentRequired of q.
-func (s *Service) PaymentRequired(q *store.Quote, reason string) *PaymentRequired {
-	return &PaymentRequired{X402Version: 2, Error: reason,
-		Resource: Resource{URL: s.PayURL(q.ID), Description: q.Description, MimeType: "application/json"},
-		Accepts:  []Requirements{s.Requirements(q)}}
+func (s *Service) PaymentRequired(q *store.Quote, reason string) *paywire.PaymentRequired {
+	return &paywire.PaymentRequired{X402Version: 2, Error: reason,
+		Resource: paywire.Resource{URL: s.PayURL(q.ID), Description: q.Description, MimeType: "application/json"},
+		Accepts:  []paywire.Requirements{s.Requirements(q)}}
 }
 
 // mppRequest is the decoded MPP request of q (evm method, charge intent).
 func (s *Service) mppRequest(q *store.Quote) map[string]any {
-	payTo, _ := ParseAddress(s.cfg.PayTo)
-	asset, _ := ParseAddress(s.cfg.Asset)
+	payTo, _ := paywire.ParseAddress(s.cfg.PayTo)
+	asset, _ := paywire.ParseAddress(s.cfg.Asset)
 	return map[string]any{
 		"amount":    strconv.FormatInt(q.AmountMicros, 10),
 		"currency":  asset.Checksum(),
@@ -111,18 +113,18 @@ func (s *Service) mppRequest(q *store.Quote) map[string]any {
 }
 
 // MPPChallenge is the MPP challenge of q; its id is the quote id.
-func (s *Service) MPPChallenge(q *store.Quote) MPPChallenge {
-	return MPPChallenge{
+func (s *Service) MPPChallenge(q *store.Quote) paywire.MPPChallenge {
+	return paywire.MPPChallenge{
 		ID: q.ID, Realm: s.cfg.Realm, Method: "evm", Intent: "charge",
-		Request: base64URL(JCS(s.mppRequest(q))),
+		Request: base64URL(paywire.JCS(s.mppRequest(q))),
 		Expires: q.ExpiresAt.UTC().Truncate(time.Second).Format(time.RFC3339), Description: q.Description,
 	}
 }
 
 // Challenges are the two ways to pay a quote.
 type Challenges struct {
-	PaymentRequired *PaymentRequired
-	MPP             MPPChallenge
+	PaymentRequired *paywire.PaymentRequired
+	MPP             paywire.MPPChallenge
 	// MPPView is the challenge for a JSON body: its parameters and the
 	// decoded request.
 	MPPView map[string]any
@@ -173,7 +175,7 @@ type Paid struct {
 // challenges and the facilitator's answer.
 type Declined struct {
 	Quote    *store.Quote
-	Response *SettleResponse
+	Response *paywire.SettleResponse
 	Reason   string
 }
 
@@ -194,12 +196,12 @@ func invalid(code, format string, args ...any) error {
 type credential struct {
 	protocol  string
 	quoteID   string // the MPP challenge id; "" for x402
-	auth      Authorization
-	raw       EVMAuthorization
+	auth      paywire.Authorization
+	raw       paywire.EVMAuthorization
 	signature string
 	payload   json.RawMessage // the x402 PaymentPayload sent to the facilitator
-	x402      *PaymentPayload
-	mpp       *MPPCredential
+	x402      *paywire.PaymentPayload
+	mpp       *paywire.MPPCredential
 }
 
 // key identifies the exact credential: the same authorization and
@@ -210,34 +212,10 @@ func (c *credential) key() string {
 	return hex.EncodeToString(h[:])
 }
 
-func decodeAuthorization(a EVMAuthorization) (Authorization, error) {
-	var out Authorization
-	var err error
-	if out.From, err = ParseAddress(a.From); err != nil {
-		return out, fmt.Errorf("from: %w", err)
-	}
-	if out.To, err = ParseAddress(a.To); err != nil {
-		return out, fmt.Errorf("to: %w", err)
-	}
-	if out.Value, err = ParseUint256(a.Value); err != nil {
-		return out, fmt.Errorf("value: %w", err)
-	}
-	if out.ValidAfter, err = ParseUint256(a.ValidAfter); err != nil {
-		return out, fmt.Errorf("validAfter: %w", err)
-	}
-	if out.ValidBefore, err = ParseUint256(a.ValidBefore); err != nil {
-		return out, fmt.Errorf("validBefore: %w", err)
-	}
-	if out.Nonce, err = ParseBytes32(a.Nonce); err != nil {
-		return out, fmt.Errorf("nonce: %w", err)
-	}
-	return out, nil
-}
-
 func decodeCredential(p PayParams) (*credential, error) {
 	switch {
 	case p.MPP != "":
-		m, err := DecodeMPPCredential(p.MPP)
+		m, err := paywire.DecodeMPPCredential(p.MPP)
 		if err != nil {
 			return nil, invalid("malformed_mpp_credential", "malformed MPP credential: %v", err)
 		}
@@ -245,19 +223,19 @@ func decodeCredential(p PayParams) (*credential, error) {
 			return nil, invalid("unsupported_credential_type", "MPP credential type %q is not supported; use authorization (EIP-3009)", m.Payload.Type)
 		}
 		c := &credential{protocol: ProtocolMPP, quoteID: m.Challenge.ID, signature: m.Payload.Signature, mpp: m,
-			raw: EVMAuthorization{From: m.Payload.From, To: m.Payload.To, Value: m.Payload.Value,
+			raw: paywire.EVMAuthorization{From: m.Payload.From, To: m.Payload.To, Value: m.Payload.Value,
 				ValidAfter: m.Payload.ValidAfter, ValidBefore: m.Payload.ValidBefore, Nonce: m.Payload.Nonce}}
-		if c.auth, err = decodeAuthorization(c.raw); err != nil {
+		if c.auth, err = c.raw.Decode(); err != nil {
 			return nil, invalid("invalid_payment_payload", "MPP authorization: %v", err)
 		}
 		return c, nil
 	case p.X402 != "":
-		x, err := DecodePaymentSignature(p.X402)
+		x, err := paywire.DecodePaymentSignature(p.X402)
 		if err != nil {
 			return nil, invalid("invalid_payment_payload", "malformed PAYMENT-SIGNATURE: %v", err)
 		}
 		c := &credential{protocol: ProtocolX402, signature: x.Payload.Signature, raw: x.Payload.Authorization, x402: x}
-		if c.auth, err = decodeAuthorization(c.raw); err != nil {
+		if c.auth, err = c.raw.Decode(); err != nil {
 			return nil, invalid("invalid_payment_payload", "x402 authorization: %v", err)
 		}
 		return c, nil
@@ -373,7 +351,7 @@ func (s *Service) Pay(ctx context.Context, p PayParams) (*Paid, error) {
 			return nil, unavailable(err)
 		}
 		return nil, &Declined{Quote: q, Reason: reasonOf(v.InvalidReason, v.InvalidMessage),
-			Response: &SettleResponse{Success: false, ErrorReason: v.InvalidReason, ErrorMessage: v.InvalidMessage,
+			Response: &paywire.SettleResponse{Success: false, ErrorReason: v.InvalidReason, ErrorMessage: v.InvalidMessage,
 				Payer: v.Payer, Network: s.cfg.Network}}
 	}
 	return s.settle(ctx, q, st)
@@ -441,8 +419,8 @@ func (s *Service) payable(q *store.Quote) error {
 // facilitator would refuse is refused here first, with a 422.
 func (s *Service) check(q *store.Quote, c *credential) error {
 	req := s.Requirements(q)
-	payTo, _ := ParseAddress(s.cfg.PayTo)
-	asset, _ := ParseAddress(s.cfg.Asset)
+	payTo, _ := paywire.ParseAddress(s.cfg.PayTo)
+	asset, _ := paywire.ParseAddress(s.cfg.Asset)
 	amount := big.NewInt(q.AmountMicros)
 	if c.protocol == ProtocolX402 {
 		a := c.x402.Accepted
@@ -455,10 +433,10 @@ func (s *Service) check(q *store.Quote, c *credential) error {
 		if a.Amount != req.Amount {
 			return invalid("amount_mismatch", "accepted amount %q is not the quote's %s", a.Amount, req.Amount)
 		}
-		if got, err := ParseAddress(a.Asset); err != nil || got != asset {
+		if got, err := paywire.ParseAddress(a.Asset); err != nil || got != asset {
 			return invalid("asset_mismatch", "asset %q is not %s", a.Asset, s.cfg.Asset)
 		}
-		if got, err := ParseAddress(a.PayTo); err != nil || got != payTo {
+		if got, err := paywire.ParseAddress(a.PayTo); err != nil || got != payTo {
 			return invalid("payee_mismatch", "payTo %q is not %s", a.PayTo, s.cfg.PayTo)
 		}
 	} else {
@@ -466,21 +444,21 @@ func (s *Service) check(q *store.Quote, c *credential) error {
 		if m.Realm != s.cfg.Realm || m.Method != "evm" || m.Intent != "charge" {
 			return invalid("challenge_mismatch", "the credential's challenge (realm %q, method %q, intent %q) is not this service's", m.Realm, m.Method, m.Intent)
 		}
-		got, err := DecodeMPPRequest(m.Request)
+		got, err := paywire.DecodeMPPRequest(m.Request)
 		if err != nil {
 			return invalid("challenge_mismatch", "the credential's challenge request: %v", err)
 		}
 		var want any
-		_ = json.Unmarshal(JCS(s.mppRequest(q)), &want)
+		_ = json.Unmarshal(paywire.JCS(s.mppRequest(q)), &want)
 		if !reflect.DeepEqual(got, want) {
 			return invalid("challenge_mismatch", "the credential's challenge request is not quote %s's", q.ID)
 		}
-		if c.auth.Nonce != ChallengeHash(q.ID, s.cfg.Realm) {
+		if c.auth.Nonce != paywire.ChallengeHash(q.ID, s.cfg.Realm) {
 			return invalid("nonce_mismatch", "the authorization nonce is not keccak256(challenge id || realm)")
 		}
 		if src := c.mpp.Source; src != "" {
 			want := fmt.Sprintf("did:pkh:eip155:%d:", s.cfg.ChainID())
-			addr, err := ParseAddress(strings.TrimPrefix(src, want))
+			addr, err := paywire.ParseAddress(strings.TrimPrefix(src, want))
 			if !strings.HasPrefix(src, want) || err != nil || addr != c.auth.From {
 				return invalid("source_mismatch", "source %q is not the payer on chain %d", src, s.cfg.ChainID())
 			}
@@ -499,7 +477,7 @@ func (s *Service) check(q *store.Quote, c *credential) error {
 	if c.auth.ValidBefore.Cmp(big.NewInt(now.Add(validBeforeMargin).Unix())) < 0 {
 		return invalid("authorization_expired", "the authorization expired (validBefore %s)", c.auth.ValidBefore)
 	}
-	d := Domain{Name: s.cfg.AssetName, Version: s.cfg.AssetVersion, ChainID: s.cfg.ChainID(), VerifyingContract: asset}
+	d := paywire.Domain{Name: s.cfg.AssetName, Version: s.cfg.AssetVersion, ChainID: s.cfg.ChainID(), VerifyingContract: asset}
 	if err := d.VerifyAuthorization(&c.auth, c.signature); err != nil {
 		return invalid("invalid_signature", "the authorization's EIP-712 signature is invalid: %v", err)
 	}
@@ -515,8 +493,8 @@ func (s *Service) facilitatorRequest(q *store.Quote, c *credential) *Facilitator
 		x := *c.x402
 		payload = x
 	} else {
-		payload = PaymentPayload{X402Version: 2, Resource: &Resource{URL: s.PayURL(q.ID), Description: q.Description,
-			MimeType: "application/json"}, Accepted: req, Payload: ExactPayload{Signature: c.signature, Authorization: c.raw}}
+		payload = paywire.PaymentPayload{X402Version: 2, Resource: &paywire.Resource{URL: s.PayURL(q.ID), Description: q.Description,
+			MimeType: "application/json"}, Accepted: req, Payload: paywire.ExactPayload{Signature: c.signature, Authorization: c.raw}}
 	}
 	b, _ := json.Marshal(payload)
 	return &FacilitatorRequest{X402Version: 2, PaymentPayload: b, PaymentRequirements: req}
@@ -585,7 +563,7 @@ func (s *Service) settle(ctx context.Context, q *store.Quote, st *store.Settleme
 // credit finishes a settlement, writes its ledger entry and marks the quote
 // paid, in one transaction; a settlement already finished by a twin is a
 // replay.
-func (s *Service) credit(ctx context.Context, st *store.Settlement, res *SettleResponse, raw []byte) (*Paid, error) {
+func (s *Service) credit(ctx context.Context, st *store.Settlement, res *paywire.SettleResponse, raw []byte) (*Paid, error) {
 	now := s.clock.Now()
 	entryType := EntryX402Topup
 	if st.Protocol == ProtocolMPP {
@@ -641,11 +619,11 @@ func (s *Service) credit(ctx context.Context, st *store.Settlement, res *SettleR
 func (s *Service) paid(st *store.Settlement, q *store.Quote, replay bool) *Paid {
 	out := &Paid{Quote: q, Settlement: st, Replay: replay}
 	if st.Protocol == ProtocolX402 {
-		out.Header, out.HeaderValue = HeaderPaymentResponse, base64Std(st.Response)
+		out.Header, out.HeaderValue = paywire.HeaderPaymentResponse, base64Std(st.Response)
 		return out
 	}
-	out.Header = HeaderPaymentReceipt
-	out.HeaderValue = EncodeURL(MPPReceipt{Status: "success", Method: "evm", Timestamp: st.UpdatedAt.UTC().Format(time.RFC3339),
+	out.Header = paywire.HeaderPaymentReceipt
+	out.HeaderValue = paywire.EncodeURL(paywire.MPPReceipt{Status: "success", Method: "evm", Timestamp: st.UpdatedAt.UTC().Format(time.RFC3339),
 		Reference: st.TransactionHash, ChallengeID: st.QuoteID, ChainID: s.cfg.ChainID()})
 	return out
 }
@@ -682,7 +660,9 @@ func (s *Service) Reconcile(ctx context.Context) (settled, failed int, err error
 	return settled, failed, nil
 }
 
-func base64Std(b []byte) string { return stdEnc(b) }
+func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+func base64URL(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 // Top-up bounds (spec 4.3).
 const (
@@ -752,7 +732,7 @@ func parseUSDNumber(s string) (int64, error) {
 // QuoteIDFromPayload is the quote a PAYMENT-SIGNATURE pays, read from the
 // resource URL the client echoes (POST /topup retried by a stock client).
 func QuoteIDFromPayload(h string) (string, error) {
-	p, err := DecodePaymentSignature(h)
+	p, err := paywire.DecodePaymentSignature(h)
 	if err != nil {
 		return "", invalid("invalid_payment_payload", "malformed PAYMENT-SIGNATURE: %v", err)
 	}

@@ -29,8 +29,8 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/build/buildtest"
-	"github.com/skiffhq/skiff/internal/payment"
 	"github.com/skiffhq/skiff/internal/testenv"
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // Anvil's well-known dev accounts: 0 deploys and pays the facilitator's
@@ -273,7 +273,7 @@ type clientResult struct {
 		Network     string `json:"network"`
 		Payer       string `json:"payer"`
 	} `json:"paymentResponse"`
-	Receipt *payment.MPPReceipt `json:"receipt"`
+	Receipt *paywire.MPPReceipt `json:"receipt"`
 }
 
 type settled struct {
@@ -549,7 +549,7 @@ func TestPaymentsEndToEnd(t *testing.T) {
 		moved += 750_000
 		onChain(t, moved)
 		realm := strings.TrimPrefix(h.base, "http://")
-		if !h.authorizationUsed(t, payerAddr, payment.ChallengeHash(s.Quote.ID, realm)) {
+		if !h.authorizationUsed(t, payerAddr, paywire.ChallengeHash(s.Quote.ID, realm)) {
 			t.Error("authorizationState(payer, keccak256(quote id || realm)) is false, want the MPP nonce used on chain")
 		}
 		if n, sum := h.ledgerTotal(t, token, "mpp_topup"); n != 1 || sum != 0.75 {

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
-	"github.com/skiffhq/skiff/internal/artifact"
+	"github.com/skiffhq/skiff/internal/netguard"
 )
 
 // permanentError is a failure that another try cannot fix (a 404, a
@@ -49,7 +49,7 @@ func newClient(allowPrivate bool) *http.Client {
 		if err != nil {
 			return err
 		}
-		if why := artifact.RefusedAddr(ap.Addr()); why != "" {
+		if why := netguard.RefusedAddr(ap.Addr()); why != "" {
 			return &permanentError{fmt.Errorf("refused: %s (the operator allows private sources with --data-source-allow-private)", why)}
 		}
 		return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/skiffhq/skiff/internal/payment"
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // Facilitator stands in for an x402 facilitator (no chain runs in these
@@ -62,8 +63,8 @@ func (f *Facilitator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Unlock()
 	var req struct {
-		PaymentPayload payment.PaymentPayload `json:"paymentPayload"`
-		Requirements   payment.Requirements   `json:"paymentRequirements"`
+		PaymentPayload paywire.PaymentPayload `json:"paymentPayload"`
+		Requirements   paywire.Requirements   `json:"paymentRequirements"`
 	}
 	_ = json.NewDecoder(r.Body).Decode(&req)
 	a := req.PaymentPayload.Payload.Authorization

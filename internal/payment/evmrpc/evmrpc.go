@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/payment"
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // Client is a JSON-RPC client of one node.
@@ -37,7 +38,7 @@ func New(url string, timeout time.Duration) *Client {
 // one), then the transaction's receipt for a Transfer of value from
 // authorizer to payTo. The whole history is searched; a node that limits
 // the block range answers an error, which leaves the settlement pending.
-func (c *Client) Paid(ctx context.Context, asset, authorizer, payTo payment.Address, value *big.Int, nonce [32]byte) (string, error) {
+func (c *Client) Paid(ctx context.Context, asset, authorizer, payTo paywire.Address, value *big.Int, nonce [32]byte) (string, error) {
 	filter := map[string]any{
 		"address":   asset.Hex(),
 		"fromBlock": "earliest",
@@ -84,7 +85,7 @@ type rpcLog struct {
 }
 
 // topicOf is an address as an indexed topic: left-padded to 32 bytes.
-func topicOf(a payment.Address) string {
+func topicOf(a paywire.Address) string {
 	var w [32]byte
 	copy(w[12:], a[:])
 	return "0x" + hex.EncodeToString(w[:])

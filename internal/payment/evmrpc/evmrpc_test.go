@@ -14,6 +14,7 @@ import (
 
 	"github.com/skiffhq/skiff/internal/payment"
 	"github.com/skiffhq/skiff/internal/payment/evmrpc"
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // node is a JSON-RPC stand-in for an EVM node: it answers eth_getLogs and
@@ -85,13 +86,13 @@ func topicsMatch(have, want []string) bool {
 	return true
 }
 
-func topic(a payment.Address) string {
+func topic(a paywire.Address) string {
 	return "0x000000000000000000000000" + strings.TrimPrefix(strings.ToLower(a.Hex()), "0x")
 }
 
-func addr(t *testing.T, s string) payment.Address {
+func addr(t *testing.T, s string) paywire.Address {
 	t.Helper()
-	a, err := payment.ParseAddress(s)
+	a, err := paywire.ParseAddress(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func addr(t *testing.T, s string) payment.Address {
 
 // pay records on n a transaction in which token used payer's nonce and
 // moved value from payer to payee, with the given receipt status.
-func (n *node) pay(token, payer, payee payment.Address, value int64, nonce [32]byte, status, tx string) {
+func (n *node) pay(token, payer, payee paywire.Address, value int64, nonce [32]byte, status, tx string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.logs = append(n.logs, map[string]any{"address": token.Hex(), "transactionHash": tx, "removed": false, "data": "0x",

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/payment"
+	"github.com/skiffhq/skiff/paywire"
 )
 
 // Client talks to an x402 facilitator over HTTP.
@@ -63,7 +64,7 @@ func (c *Client) post(ctx context.Context, path string, req *payment.Facilitator
 
 // Verify asks the facilitator whether the payment is valid. A verdict
 // comes back even on a non-2xx status when the body carries isValid.
-func (c *Client) Verify(ctx context.Context, req *payment.FacilitatorRequest) (*payment.VerifyResponse, error) {
+func (c *Client) Verify(ctx context.Context, req *payment.FacilitatorRequest) (*paywire.VerifyResponse, error) {
 	rb, status, err := c.post(ctx, "/verify", req)
 	if err != nil {
 		return nil, err
@@ -72,7 +73,7 @@ func (c *Client) Verify(ctx context.Context, req *payment.FacilitatorRequest) (*
 	if json.Unmarshal(rb, &probe) != nil || probe["isValid"] == nil {
 		return nil, fmt.Errorf("%w: /verify answered %d without a verdict", payment.ErrFacilitatorUnavailable, status)
 	}
-	var v payment.VerifyResponse
+	var v paywire.VerifyResponse
 	if err := json.Unmarshal(rb, &v); err != nil {
 		return nil, fmt.Errorf("%w: /verify: %v", payment.ErrFacilitatorUnavailable, err)
 	}
@@ -81,7 +82,7 @@ func (c *Client) Verify(ctx context.Context, req *payment.FacilitatorRequest) (*
 
 // Settle asks the facilitator to execute the payment; it returns the
 // decoded answer and its raw JSON.
-func (c *Client) Settle(ctx context.Context, req *payment.FacilitatorRequest) (*payment.SettleResponse, json.RawMessage, error) {
+func (c *Client) Settle(ctx context.Context, req *payment.FacilitatorRequest) (*paywire.SettleResponse, json.RawMessage, error) {
 	rb, status, err := c.post(ctx, "/settle", req)
 	if err != nil {
 		return nil, nil, err
@@ -90,7 +91,7 @@ func (c *Client) Settle(ctx context.Context, req *payment.FacilitatorRequest) (*
 	if json.Unmarshal(rb, &probe) != nil || probe["success"] == nil {
 		return nil, nil, fmt.Errorf("%w: /settle answered %d without a result", payment.ErrFacilitatorUnavailable, status)
 	}
-	var s payment.SettleResponse
+	var s paywire.SettleResponse
 	if err := json.Unmarshal(rb, &s); err != nil {
 		return nil, nil, fmt.Errorf("%w: /settle: %v", payment.ErrFacilitatorUnavailable, err)
 	}

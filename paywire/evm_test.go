@@ -1,4 +1,4 @@
-package payment
+package paywire
 
 import (
 	"encoding/hex"
@@ -100,8 +100,8 @@ func TestTransferWithAuthorizationMatchesViem(t *testing.T) {
 	v := loadVectors(t)
 	contract, _ := ParseAddress(v.Typed.Domain.VerifyingContract)
 	d := Domain{Name: v.Typed.Domain.Name, Version: v.Typed.Domain.Version, ChainID: v.Typed.Domain.ChainID, VerifyingContract: contract}
-	a, err := decodeAuthorization(EVMAuthorization{From: v.Typed.Message["from"], To: v.Typed.Message["to"], Value: v.Typed.Message["value"],
-		ValidAfter: v.Typed.Message["validAfter"], ValidBefore: v.Typed.Message["validBefore"], Nonce: v.Typed.Message["nonce"]})
+	a, err := EVMAuthorization{From: v.Typed.Message["from"], To: v.Typed.Message["to"], Value: v.Typed.Message["value"],
+		ValidAfter: v.Typed.Message["validAfter"], ValidBefore: v.Typed.Message["validBefore"], Nonce: v.Typed.Message["nonce"]}.Decode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func FuzzDecodePaymentSignature(f *testing.F) {
 			t.Fatalf("decoded version %d", p.X402Version)
 		}
 		if err == nil {
-			_, _ = decodeAuthorization(p.Payload.Authorization)
+			_, _ = p.Payload.Authorization.Decode()
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package payment
+package paywire
 
 import (
 	"encoding/base64"

@@ -1,9 +1,10 @@
-// Package payment is the server side of x402 v2 and the Machine Payments
-// Protocol (MPP): the EVM signatures both rest on (EIP-191 personal_sign for
-// wallet sign-in, EIP-712 TransferWithAuthorization for EIP-3009 payments),
-// the wire formats of their headers, a client for an x402 facilitator, and
-// the settlement of quotes exactly once.
-package payment
+// Package paywire is the wire of the payments Skiff takes, shared by the
+// server (internal/payment) and the public Go client: the x402 v2 and
+// Machine Payments Protocol (MPP) headers and payloads, and the EVM
+// signatures both rest on (EIP-191 personal_sign for wallet sign-in, EIP-712
+// TransferWithAuthorization for EIP-3009 payments). It is a leaf: it imports
+// nothing of Skiff's, so the client can be used without the server.
+package paywire
 
 import (
 	"bytes"
@@ -236,4 +237,29 @@ func ChallengeHash(id, realm string) [32]byte {
 	var b [32]byte
 	copy(b[:], Keccak256([]byte(id+realm)))
 	return b
+}
+
+// Decode parses the authorization's strings into its EVM values.
+func (a EVMAuthorization) Decode() (Authorization, error) {
+	var out Authorization
+	var err error
+	if out.From, err = ParseAddress(a.From); err != nil {
+		return out, fmt.Errorf("from: %w", err)
+	}
+	if out.To, err = ParseAddress(a.To); err != nil {
+		return out, fmt.Errorf("to: %w", err)
+	}
+	if out.Value, err = ParseUint256(a.Value); err != nil {
+		return out, fmt.Errorf("value: %w", err)
+	}
+	if out.ValidAfter, err = ParseUint256(a.ValidAfter); err != nil {
+		return out, fmt.Errorf("validAfter: %w", err)
+	}
+	if out.ValidBefore, err = ParseUint256(a.ValidBefore); err != nil {
+		return out, fmt.Errorf("validBefore: %w", err)
+	}
+	if out.Nonce, err = ParseBytes32(a.Nonce); err != nil {
+		return out, fmt.Errorf("nonce: %w", err)
+	}
+	return out, nil
 }

@@ -2,146 +2,71 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/artifact"
-	"github.com/skiffhq/skiff/internal/auth"
-	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/build"
-	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/diskfree"
-	"github.com/skiffhq/skiff/internal/event"
-	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/httpapi"
-	"github.com/skiffhq/skiff/internal/job"
-	"github.com/skiffhq/skiff/internal/job/submit"
-	"github.com/skiffhq/skiff/internal/metrics"
-	"github.com/skiffhq/skiff/internal/ociimage"
-	"github.com/skiffhq/skiff/internal/project"
-	"github.com/skiffhq/skiff/internal/sandbox"
-	"github.com/skiffhq/skiff/internal/store/postgres"
-	"github.com/skiffhq/skiff/internal/wake"
+	"github.com/skiffhq/skiff/internal/server"
 )
 
-// serverFlags configure the controller.
-type serverFlags struct {
-	storeFlags
-	listen       string
-	drainTimeout time.Duration
-	logLevel     string
-	build        buildFlags
-	host         hostFlags
-	rates        rateFlags
-	payments     paymentFlags
-	streams      streamFlags
-	metricsToken string
-	front        frontFlags
-	artifacts    artifactFlags
-	dutyLease    time.Duration
-	heartbeat    time.Duration
-	data         dataFlags
-	fair         fairFlags
-	edges        edgeFlags
-	disk         hostDiskFlags
-	minFreeDisk  diskfree.Watermark
-}
-
-// streamFlags configure the event streams (docs/streams.md).
-type streamFlags struct {
-	timeout      time.Duration
-	pingInterval time.Duration
-	perAccount   int
-}
-
-// frontFlags configure the public endpoints' rate limits.
-type frontFlags struct {
-	trustedProxies string
-	waitlistRate   int
-	feedbackRate   int
-}
-
-// hostFlags configure the local host that runs tasks on this machine.
-type hostFlags struct {
-	driver          string
-	allowUnisolated bool
-	slots           int
-	warm            int
-	cpus            float64
-	memoryMB        int64
-	disabled        bool
-	gpus            int
-	gpuDriverDir    string
-}
-
-// buildFlags configure the image builder.
-type buildFlags struct {
-	buildah    string
-	runsc      string
-	isolation  string
-	network    string
-	cpus       float64
-	memory     string
-	allowBases string
-}
-
-func (f *serverFlags) register(e *env, name, synopsis string) *flag.FlagSet {
+func registerServer(e *env, f *server.Config, logLevel *string, name, synopsis string) *flag.FlagSet {
 	fs := e.newFlags(name, synopsis)
-	f.storeFlags.register(fs)
-	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the API on (env SKIFF_LISTEN)")
-	fs.DurationVar(&f.drainTimeout, "drain-timeout", 20*time.Second, "how long shutdown waits for in-flight requests (env SKIFF_DRAIN_TIMEOUT)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (env SKIFF_LOG_LEVEL)")
-	fs.StringVar(&f.build.buildah, "buildah", build.DefaultBuildahPath, "buildah that builds pushed projects: the pinned upstream build that make setup installs (Debian's 1.28 has CVE-2024-1753 open) (env SKIFF_BUILDAH)")
-	fs.StringVar(&f.build.runsc, "runsc", build.DefaultRunscPath, "current gVisor runsc used for build RUN steps and tasks (env SKIFF_RUNSC)")
-	fs.StringVar(&f.build.isolation, "build-isolation", build.IsolationOCI, "isolation of build RUN steps: oci (gVisor) or chroot (NOT a sandbox; trusted development only) (env SKIFF_BUILD_ISOLATION)")
-	fs.StringVar(&f.build.network, "build-network", build.NetworkFiltered, "network of build RUN steps: filtered (the public internet only: no cloud metadata, private, CGNAT, loopback or IPv6 addresses, none of the host's own; needs nft), open (everything the host can route to, metadata and private networks included), none, or host (trusted builds only) (env SKIFF_BUILD_NETWORK)")
-	fs.Float64Var(&f.build.cpus, "build-cpus", 0, "CPU cores each build RUN step may use, a cgroup quota over its whole gVisor sandbox (0: half this machine's cores, at least 1) (env SKIFF_BUILD_CPUS)")
-	fs.StringVar(&f.build.memory, "build-memory", "2g", "memory limit of each build RUN step (env SKIFF_BUILD_MEMORY)")
-	fs.StringVar(&f.build.allowBases, "build-allow-base", "", "comma-separated base images a Dockerfile may use besides scratch, e.g. 'localhost/debian:bookworm,docker.io/library/*' (env SKIFF_BUILD_ALLOW_BASE)")
-	fs.StringVar(&f.host.driver, "host-driver", "gvisor", "sandbox of the local host's tasks: gvisor, or process (NOT a sandbox; needs --host-allow-unisolated, for development only) (env SKIFF_HOST_DRIVER)")
-	fs.BoolVar(&f.host.allowUnisolated, "host-allow-unisolated", false, "let --host-driver=process run tasks unsandboxed as the server's user (env SKIFF_HOST_ALLOW_UNISOLATED)")
-	fs.IntVar(&f.host.slots, "host-slots", 0, "tasks the local host runs at once (0: one per CPU) (env SKIFF_HOST_SLOTS)")
-	fs.IntVar(&f.host.warm, "host-warm", -1, "sandboxes the local host keeps booted per initialized project, for tasks of the default shape (-1: one per slot, 0: none) (env SKIFF_HOST_WARM)")
-	fs.Float64Var(&f.host.cpus, "host-cpus", 0, "CPU cores the local host lends tasks (0: all) (env SKIFF_HOST_CPUS)")
-	fs.Int64Var(&f.host.memoryMB, "host-memory-mb", 0, "memory in MiB the local host lends tasks (0: all) (env SKIFF_HOST_MEMORY_MB)")
-	fs.IntVar(&f.host.gpus, "host-gpus", 0, "GPUs the local host lends tasks, found with their driver at start (-1: all this machine has; see /docs/gpus) (env SKIFF_HOST_GPUS)")
-	fs.StringVar(&f.host.gpuDriverDir, "host-gpu-driver-dir", "", "directory of the NVIDIA driver's user-space files (default: found through the loader cache) (env SKIFF_HOST_GPU_DRIVER_DIR)")
-	fs.BoolVar(&f.host.disabled, "no-local-host", false, "run no local host: tasks wait for remote hosts (env SKIFF_NO_LOCAL_HOST)")
-	fs.DurationVar(&f.streams.timeout, "stream-timeout", time.Hour, "life of one event stream; it then sends a timeout frame and the client reconnects (env SKIFF_STREAM_TIMEOUT)")
-	fs.DurationVar(&f.streams.pingInterval, "stream-ping-interval", 15*time.Second, "how often an idle event stream sends a ping frame (env SKIFF_STREAM_PING_INTERVAL)")
-	fs.IntVar(&f.streams.perAccount, "stream-max-per-account", 100, "event streams one account may hold open; one more gets 429 (env SKIFF_STREAM_MAX_PER_ACCOUNT)")
-	fs.StringVar(&f.metricsToken, "metrics-token", "", "bearer token that may read GET /metrics besides admin keys and loopback requests (env SKIFF_METRICS_TOKEN)")
-	fs.StringVar(&f.front.trustedProxies, "trusted-proxy", "", "comma-separated CIDR ranges or addresses of reverse proxies whose X-Forwarded-For names the client for rate limits; from anyone else the header is ignored (env SKIFF_TRUSTED_PROXY)")
-	fs.IntVar(&f.front.waitlistRate, "waitlist-rate", httpapi.DefaultLimits.WaitlistPerMinute, "POST /api/v1/waitlist requests per client IP and minute; 0: unlimited (env SKIFF_WAITLIST_RATE)")
-	fs.IntVar(&f.front.feedbackRate, "feedback-rate", httpapi.DefaultLimits.FeedbackPerMinute, "POST /api/v1/feedback requests per client IP and minute; 0: unlimited (env SKIFF_FEEDBACK_RATE)")
-	fs.DurationVar(&f.heartbeat, "host-heartbeat", 10*time.Second, "longest a host waits between lease requests; a host silent for three of them is lost and its attempts requeued (env SKIFF_HOST_HEARTBEAT)")
-	fs.DurationVar(&f.dutyLease, "duty-lease", 10*time.Second, "with --database-url: how long a controller's hold on a singleton duty (builds, sweeps) lasts unrenewed, the longest the others wait to take it over when it dies (env SKIFF_DUTY_LEASE)")
-	f.rates.register(fs)
-	f.payments.register(fs)
-	f.artifacts.register(fs)
-	f.data.register(fs)
-	f.fair.register(fs)
-	f.edges.register(fs)
-	f.disk.register(fs, "--data-dir/host")
-	f.minFreeDisk = diskfree.DefaultWatermark
-	fs.Var(&f.minFreeDisk, "min-free-disk", "free-disk watermark of --data-dir: under it the API refuses what would store more (pushes, uploads, KV writes, submissions) with 507 until space is freed; bytes (2GiB), a percentage (5%) or both, the larger wins; 0: none (env SKIFF_MIN_FREE_DISK)")
+	registerStore(fs, &f.StoreConfig)
+	fs.StringVar(&f.Listen, "listen", "127.0.0.1:8080", "address to serve the API on (env SKIFF_LISTEN)")
+	fs.DurationVar(&f.DrainTimeout, "drain-timeout", 20*time.Second, "how long shutdown waits for in-flight requests (env SKIFF_DRAIN_TIMEOUT)")
+	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error (env SKIFF_LOG_LEVEL)")
+	fs.StringVar(&f.Build.Buildah, "buildah", build.DefaultBuildahPath, "buildah that builds pushed projects: the pinned upstream build that make setup installs (Debian's 1.28 has CVE-2024-1753 open) (env SKIFF_BUILDAH)")
+	fs.StringVar(&f.Build.Runsc, "runsc", build.DefaultRunscPath, "current gVisor runsc used for build RUN steps and tasks (env SKIFF_RUNSC)")
+	fs.StringVar(&f.Build.Isolation, "build-isolation", build.IsolationOCI, "isolation of build RUN steps: oci (gVisor) or chroot (NOT a sandbox; trusted development only) (env SKIFF_BUILD_ISOLATION)")
+	fs.StringVar(&f.Build.Network, "build-network", build.NetworkFiltered, "network of build RUN steps: filtered (the public internet only: no cloud metadata, private, CGNAT, loopback or IPv6 addresses, none of the host's own; needs nft), open (everything the host can route to, metadata and private networks included), none, or host (trusted builds only) (env SKIFF_BUILD_NETWORK)")
+	fs.Float64Var(&f.Build.CPUs, "build-cpus", 0, "CPU cores each build RUN step may use, a cgroup quota over its whole gVisor sandbox (0: half this machine's cores, at least 1) (env SKIFF_BUILD_CPUS)")
+	fs.StringVar(&f.Build.Memory, "build-memory", "2g", "memory limit of each build RUN step (env SKIFF_BUILD_MEMORY)")
+	fs.StringVar(&f.Build.AllowBases, "build-allow-base", "", "comma-separated base images a Dockerfile may use besides scratch, e.g. 'localhost/debian:bookworm,docker.io/library/*' (env SKIFF_BUILD_ALLOW_BASE)")
+	fs.StringVar(&f.Host.Driver, "host-driver", "gvisor", "sandbox of the local host's tasks: gvisor, or process (NOT a sandbox; needs --host-allow-unisolated, for development only) (env SKIFF_HOST_DRIVER)")
+	fs.BoolVar(&f.Host.AllowUnisolated, "host-allow-unisolated", false, "let --host-driver=process run tasks unsandboxed as the server's user (env SKIFF_HOST_ALLOW_UNISOLATED)")
+	fs.IntVar(&f.Host.Slots, "host-slots", 0, "tasks the local host runs at once (0: one per CPU) (env SKIFF_HOST_SLOTS)")
+	fs.IntVar(&f.Host.Warm, "host-warm", -1, "sandboxes the local host keeps booted per initialized project, for tasks of the default shape (-1: one per slot, 0: none) (env SKIFF_HOST_WARM)")
+	fs.Float64Var(&f.Host.CPUs, "host-cpus", 0, "CPU cores the local host lends tasks (0: all) (env SKIFF_HOST_CPUS)")
+	fs.Int64Var(&f.Host.MemoryMB, "host-memory-mb", 0, "memory in MiB the local host lends tasks (0: all) (env SKIFF_HOST_MEMORY_MB)")
+	fs.IntVar(&f.Host.GPUs, "host-gpus", 0, "GPUs the local host lends tasks, found with their driver at start (-1: all this machine has; see /docs/gpus) (env SKIFF_HOST_GPUS)")
+	fs.StringVar(&f.Host.GPUDriverDir, "host-gpu-driver-dir", "", "directory of the NVIDIA driver's user-space files (default: found through the loader cache) (env SKIFF_HOST_GPU_DRIVER_DIR)")
+	fs.BoolVar(&f.Host.Disabled, "no-local-host", false, "run no local host: tasks wait for remote hosts (env SKIFF_NO_LOCAL_HOST)")
+	fs.DurationVar(&f.Streams.Timeout, "stream-timeout", time.Hour, "life of one event stream; it then sends a timeout frame and the client reconnects (env SKIFF_STREAM_TIMEOUT)")
+	fs.DurationVar(&f.Streams.PingInterval, "stream-ping-interval", 15*time.Second, "how often an idle event stream sends a ping frame (env SKIFF_STREAM_PING_INTERVAL)")
+	fs.IntVar(&f.Streams.PerAccount, "stream-max-per-account", 100, "event streams one account may hold open; one more gets 429 (env SKIFF_STREAM_MAX_PER_ACCOUNT)")
+	fs.StringVar(&f.MetricsToken, "metrics-token", "", "bearer token that may read GET /metrics besides admin keys and loopback requests (env SKIFF_METRICS_TOKEN)")
+	fs.StringVar(&f.Front.TrustedProxies, "trusted-proxy", "", "comma-separated CIDR ranges or addresses of reverse proxies whose X-Forwarded-For names the client for rate limits; from anyone else the header is ignored (env SKIFF_TRUSTED_PROXY)")
+	fs.IntVar(&f.Front.WaitlistRate, "waitlist-rate", httpapi.DefaultLimits.WaitlistPerMinute, "POST /api/v1/waitlist requests per client IP and minute; 0: unlimited (env SKIFF_WAITLIST_RATE)")
+	fs.IntVar(&f.Front.FeedbackRate, "feedback-rate", httpapi.DefaultLimits.FeedbackPerMinute, "POST /api/v1/feedback requests per client IP and minute; 0: unlimited (env SKIFF_FEEDBACK_RATE)")
+	fs.DurationVar(&f.Heartbeat, "host-heartbeat", 10*time.Second, "longest a host waits between lease requests; a host silent for three of them is lost and its attempts requeued (env SKIFF_HOST_HEARTBEAT)")
+	fs.DurationVar(&f.DutyLease, "duty-lease", 10*time.Second, "with --database-url: how long a controller's hold on a singleton duty (builds, sweeps) lasts unrenewed, the longest the others wait to take it over when it dies (env SKIFF_DUTY_LEASE)")
+	registerRates(fs, &f.Rates)
+	registerPayments(fs, &f.Payments)
+	registerArtifacts(fs, &f.Artifacts)
+	registerData(fs, &f.Data)
+	registerFair(fs, &f.Fair)
+	registerEdges(fs, &f.Edges)
+	registerDisk(fs, &f.Disk, "--data-dir/host")
+	f.MinFreeDisk = diskfree.DefaultWatermark
+	fs.Var(&f.MinFreeDisk, "min-free-disk", "free-disk watermark of --data-dir: under it the API refuses what would store more (pushes, uploads, KV writes, submissions) with 507 until space is freed; bytes (2GiB), a percentage (5%) or both, the larger wins; 0: none (env SKIFF_MIN_FREE_DISK)")
 	return fs
 }
 
+// runServer is `skiff server`: its flags, parsed into a server.Config,
+// and the server run until SIGTERM or SIGINT.
 func runServer(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && args[0] == "migrate" {
 		return runMigrate(ctx, e, args[1:])
 	}
-	var f serverFlags
-	fs := f.register(e, "server [flags] | server migrate [flags]",
+	var cfg server.Config
+	var logLevel string
+	fs := registerServer(e, &cfg, &logLevel, "server [flags] | server migrate [flags]",
 		"Runs the controller (HTTP API, builder, scheduler, billing) and a local host that runs\n"+
 			"tasks on this machine in gVisor. The embedded default keeps everything under --data-dir\n"+
 			"(SQLite); --database-url switches the store to PostgreSQL. Logs are JSON on stderr.\n"+
@@ -150,213 +75,28 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
-	log, err := newLogger(e, f.logLevel)
+	log, err := newLogger(e, logLevel)
 	if err != nil {
 		return err
 	}
-	if _, err := f.rates.validate(); err != nil {
-		return err // before anything is opened
-	}
-	if err := f.data.validate(); err != nil {
-		return err
-	}
-	if err := f.fair.validate(); err != nil {
-		return err
-	}
-	if err := f.disk.validate(); err != nil {
-		return err
-	}
-	payCfg, walletPolicy, err := f.payments.config(f.listen)
-	if err != nil {
-		return err
-	}
-	proxies, err := httpapi.TrustedProxies([]string{f.front.trustedProxies})
-	if err != nil {
-		return fmt.Errorf("--trusted-proxy: %w", err)
-	}
-	if f.front.waitlistRate < 0 || f.front.feedbackRate < 0 {
-		return fmt.Errorf("--waitlist-rate and --feedback-rate must be 0 (unlimited) or more")
-	}
-	if err := f.edges.validate(); err != nil {
-		return err
-	}
-	if f.dutyLease < time.Second || f.heartbeat < time.Second {
-		return fmt.Errorf("--duty-lease and --host-heartbeat must be at least 1s")
-	}
+	cfg.Logger, cfg.Version, cfg.HostBinary = log, Version, selfPath()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-
-	start := time.Now()
-	db, err := f.open(ctx)
+	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := db.Close(); err != nil {
-			log.Error("close store", "err", err)
-		}
-	}()
-	clk := clock.System{}
-	duties := newDuties(db, f.databaseURL != "", f.dutyLease, clk, log.With("component", "duties"))
-	authSvc := auth.New(db, clk, auth.WalletConfig{PublicURL: payCfg.PublicURL, Policy: walletPolicy})
-	payments := startPayments(ctx, log, payCfg, db, clk, duties)
-	prices, err := f.rates.source(ctx, log.With("component", "billing"), duties, db)
-	if err != nil {
-		return err
-	}
-	bill := billing.New(db, clk, prices)
-	if f.streams.timeout <= 0 || f.streams.pingInterval <= 0 || f.streams.perAccount <= 0 {
-		return fmt.Errorf("--stream-timeout, --stream-ping-interval and --stream-max-per-account must be positive")
-	}
-	// Metrics count the lifecycle events the broker reads; its gauges are
-	// read when scraped, once everything below exists.
-	var broker *event.Broker
-	var hosts func() map[string]int
-	set := metrics.New(metrics.Gauges{OpenStreams: func() int { return broker.Count() },
-		QueueDepth: func() (int64, error) { return db.TaskQueuedCount(context.Background()) },
-		Hosts:      func() map[string]int { return hosts() }})
-	// The broker wakes the streams: after each local commit (the jobs
-	// service writes through NotifyingStore) and, on PostgreSQL, on the
-	// notification of a commit on any controller.
-	broker = event.New(event.Config{Feed: db, Log: log.With("component", "events"), OnEvent: set.ObserveEvent})
-	brokerCtx, stopBroker := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBroker()
-	if err := broker.Start(brokerCtx); err != nil {
-		return fmt.Errorf("start event broker: %w", err)
-	}
-	// The job service wakes what the controller's long-polling hosts wait
-	// on; neither needs the other to exist first.
-	hostWake := wake.New()
-	if f.databaseURL != "" {
-		// A job event committed on any controller may be new work or a
-		// cancel for the hosts polling this one.
-		go postgres.Listen(brokerCtx, f.databaseURL, postgres.EventChannel, func() { broker.Wake(); hostWake.Wake() },
-			log.With("component", "events"))
-	}
-	limits := submit.Limits{Presets: submit.DefaultPresets()}
-	if err := submit.ValidatePresets(limits); err != nil {
-		return err
-	}
-	dataDir, err := filepath.Abs(f.dataDir)
-	if err != nil {
-		return err
-	}
-	imagesDir := filepath.Join(dataDir, "images")
-	jobs := job.New(job.Config{Store: event.NotifyingStore(db, broker), Clock: clk, Logger: log.With("component", "jobs"),
-		Billing: bill, Limits: limits, Wake: hostWake})
-	hostImages := &ociimage.Cache{
-		Root: filepath.Join(dataDir, "host", "images"), MountPoints: sandbox.MountPoints(), Logger: log.With("component", "host"),
-	}
-	local, err := fleet.NewLocal(filepath.Join(dataDir, "host"), imagesDir, hostImages)
-	if err != nil {
-		return err
-	}
-	shared, err := openShared(ctx, &f, imagesDir, log)
-	if err != nil {
-		return err
-	}
-	var images fleet.ImageSource
-	if shared.images != nil {
-		images = shared.images
-		local.SetImages(shared.images)
-	}
-	// One data-source cache for the local host: init fills it, tasks read it.
-	dataSources, err := f.data.cache(filepath.Join(localWorkBase(&f, dataDir), "data"), log.With("component", "host"))
-	if err != nil {
-		return err
-	}
-	local.DataSources, local.ProjectEnv = dataSources, projectEnv(db)
-	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir,
-		Jobs: jobs, Preparer: local, Floor: bill, OnBuild: set.ObserveBuild, Contexts: shared.contexts,
-		BuildWorkers: f.fair.buildWorkers, BuildsPerAccount: f.fair.buildsPerAccount, MaxBuildTime: f.fair.buildTimeout,
-		Quotas: f.fair.quotas()})
-	defer projects.Close()
-	if f.databaseURL != "" {
-		go postgres.Listen(brokerCtx, f.databaseURL, postgres.PushChannel, projects.WakeBuilds, log.With("component", "builds"))
-	}
-	arts, err := f.artifacts.service(ctx, db, clk, log.With("component", "artifacts"), dataDir)
-	if err != nil {
-		return err
-	}
-	dataDisk := &diskfree.Checker{Dir: dataDir, Min: f.minFreeDisk}
-	api := httpapi.New(httpapi.Config{
-		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
-		Projects: projects, Jobs: jobs, Artifacts: arts, Version: Version, Payments: payments,
-		AuthRatePerAddress: f.payments.ratePerAddress, AuthRatePerIP: f.payments.ratePerIP,
-		Streams: httpapi.StreamConfig{Broker: broker, Timeout: f.streams.timeout, PingInterval: f.streams.pingInterval,
-			PerAccount: f.streams.perAccount},
-		Metrics: set, MetricsToken: f.metricsToken, TrustedProxies: proxies,
-		Limits: &httpapi.Limits{WaitlistPerMinute: f.front.waitlistRate, FeedbackPerMinute: f.front.feedbackRate,
-			RedeemPerMinute: httpapi.DefaultLimits.RedeemPerMinute},
-		HostBinary: selfPath(), RunscBinary: f.build.runsc,
-		DiskFree: dataDisk,
-	})
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	defer stopSweep()
-	sweeper := &artifact.Sweeper{Tasks: append(f.artifacts.sweepTasks(arts, jobs, clk), expirySweepTasks(authSvc, db, clk)...),
-		Logger: log.With("component", "sweeper")}
-	duties.run(sweepCtx, dutySweeps, sweeper.Run)
-	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk, Artifacts: arts,
-		Log: log.With("component", "controller"), ImagesDir: imagesDir, Images: images, Presence: duties.presence,
-		HeartbeatInterval: f.heartbeat, SeedsDir: filepath.Join(dataDir, "seeds")})
-	hosts = ctrl.HostCounts
-	mux := http.NewServeMux()
-	mux.Handle("/agent/v1/", httpapi.AgentHandler(ctrl, log.With("component", "agentapi"), dataDisk))
-	mux.Handle("/", api)
-
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	ln = f.edges.listener(ln, proxies, log.With("component", "http"))
-	srv := f.edges.server(httpapi.MinBodyRate(f.edges.bodyRate(), log.With("component", "http"), mux),
-		slog.NewLogLogger(log.Handler(), slog.LevelWarn))
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	core, err := startCore(ctx, log, &f, duties, shared.images, dataDir, projects, localHost{local: local, images: hostImages, data: dataSources}, ctrl,
-		"http://"+ln.Addr().String())
-	if err != nil {
-		_ = srv.Close()
-		return err
-	}
-	defer core.stop() // on early returns; the shutdown below stops it first
-
-	api.SetCoreStarted(true)
-	log.Info("skiff server started", "listen", ln.Addr().String(), "store", db.Engine(), "data_dir", f.dataDir,
-		"version", Version, "startup_ms", time.Since(start).Milliseconds())
-
-	select {
-	case err := <-serveErr:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down", "drain_timeout", f.drainTimeout.String())
-	api.SetDraining(true)
-	// The local host stops first, while the API still answers it: it kills
-	// its attempts and reports them (they are requeued free) before the
-	// listener closes.
-	core.stop()
-	// Open streams end now (their subscriptions close), so that draining
-	// does not wait for them; their clients reconnect with Last-Event-ID.
-	stopBroker()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Warn("drain incomplete; closing remaining connections", "err", err)
-		_ = srv.Close()
-	}
-	log.Info("stopped")
-	return nil
+	return srv.Run(ctx)
 }
 
 func runMigrate(ctx context.Context, e *env, args []string) error {
-	var sf storeFlags
+	var sf server.StoreConfig
 	fs := e.newFlags("server migrate [flags]", "Applies the embedded database migrations and exits.")
-	sf.register(fs)
+	registerStore(fs, &sf)
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
-	db, err := sf.open(ctx)
+	db, err := sf.Open(ctx)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,8 @@ const module = "github.com/skiffhq/skiff"
 // other package under internal/ is held to the domain rule. A path covers
 // its subpackages; the longest listed path decides.
 var adapters = map[string]string{
-	"cli":                     "the composition root: it wires engines, HTTP and the domain together",
+	"server":                  "the composition root: it wires engines, HTTP and the domain together",
+	"cli":                     "the command line: it opens the store for operator commands, and its client commands speak HTTP",
 	"httpapi":                 "the HTTP adapter of the public API and of agentproto's controller side",
 	"agent/agenthttp":         "the host's HTTP client of agentproto (agent.Controller over HTTP)",
 	"agent/datasrc":           "fetches a revision's data sources (URLs, the Hugging Face hub) over HTTP(S) (agent.DataSources)",
@@ -53,7 +54,8 @@ var forbidden = []struct{ path, why string }{
 	{"modernc.org/sqlite", "domain code sees the store seam, never an engine"},
 	{"github.com/jackc/pgx/", "domain code sees the store seam, never an engine"},
 	{module + "/internal/httpapi", "domain code must not know its HTTP adapter"},
-	{module + "/internal/cli", "domain code must not know the composition root"},
+	{module + "/internal/cli", "domain code must not know the command line"},
+	{module + "/internal/server", "domain code must not know the composition root"},
 }
 
 type pkg struct {

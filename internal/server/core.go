@@ -1,4 +1,4 @@
-package cli
+package server
 
 import (
 	"context"
@@ -61,21 +61,12 @@ func (c *core) stop() {
 // runsc missing, not root) does not stop the server: pushes then fail with a
 // platform error that says what is missing, tasks wait queued, and the log
 // says it loudly.
-func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties, shared *imagestore.Shared, dataDir string, projects *project.Service,
+func startCore(ctx context.Context, log *slog.Logger, f *Config, d *duties, shared *imagestore.Shared, dataDir string, projects *project.Service,
 	lh localHost, ctrl *fleet.Controller, controllerURL string) (*core, error) {
 	imagesDir := filepath.Join(dataDir, "images")
-	var builder project.ImageBuilder
-	b, err := build.New(ctx, build.Config{
-		BuildahPath: f.build.buildah, RunscPath: f.build.runsc, StorageRoot: filepath.Join(dataDir, "buildah", "storage"), ImagesDir: imagesDir,
-		Isolation: f.build.isolation, Network: f.build.network, MemoryLimit: f.build.memory, CPUs: f.build.cpus,
-		Workers:           f.fair.buildWorkers, // one buildah per queue worker
-		AllowedBaseImages: splitList(f.build.allowBases),
-	}, log.With("component", "builder"))
-	if err != nil {
-		log.Error("image builder unavailable: pushes will fail until it is fixed", "err", err)
-		builder = brokenBuilder{err: err}
-	} else {
-		builder = build.ProjectBuilder{B: b}
+	builder, err := f.Builder, error(nil)
+	if builder == nil {
+		builder = newBuilder(ctx, f, dataDir, imagesDir, log)
 	}
 	if shared != nil {
 		builder = publishingBuilder{ImageBuilder: builder, images: shared}
@@ -84,15 +75,18 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties,
 
 	var host *agent.Agent
 	var driver sandbox.Driver
-	if !f.host.disabled {
-		if driver, err = hostDriver(f, dataDir, log); err != nil {
+	if !f.Host.Disabled {
+		if driver = f.HostDriver; driver == nil {
+			driver, err = hostDriver(f, dataDir, log)
+		}
+		if err != nil {
 			// Like the builder: the API still serves, tasks wait queued,
 			// and the log says why.
 			log.Error("local host unavailable: tasks wait queued until it is fixed (or run with --no-local-host)", "err", err)
-			f.host.disabled = true
+			f.Host.Disabled = true
 		}
 	}
-	if !f.host.disabled {
+	if !f.Host.Disabled {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		err := driver.Cleanup(cctx) // sandboxes an earlier run left behind
 		cancel()
@@ -117,15 +111,15 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties,
 			Driver:     driver, Images: images,
 			WorkRoot:    filepath.Join(base, "work"),
 			CacheRoot:   filepath.Join(base, "cache"),
-			DataSources: lh.data, CacheMountMaxBytes: gib(f.data.cacheMountsGB),
+			DataSources: lh.data, CacheMountMaxBytes: GiB(f.Data.CacheMountsGB),
 			// The controller's own host shares its filesystem: images by
 			// path, and seeds from the controller's seeds directory only.
 			LayoutsInPlace: true, SeedRoot: filepath.Join(dataDir, "seeds"),
-			Slots:    f.host.slots,
+			Slots:    f.Host.Slots,
 			Capacity: agentCapacity(f),
 			Logger:   log.With("component", "host"),
 		}
-		f.disk.apply(&cfg, cfg.WorkRoot, f.host.driver == "gvisor")
+		f.Disk.Apply(&cfg, cfg.WorkRoot, f.Host.Driver == "gvisor")
 		host, err = agent.New(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("local host: %w", err)
@@ -170,30 +164,47 @@ func startCore(ctx context.Context, log *slog.Logger, f *serverFlags, d *duties,
 	return c, nil
 }
 
-// hostDriver is the local host's sandbox driver: gVisor unless the operator
-// explicitly chose the unisolated development driver.
-func hostDriver(f *serverFlags, dataDir string, log *slog.Logger) (sandbox.Driver, error) {
-	switch f.host.driver {
-	case "gvisor":
-		return gvisor.New(gvisor.Config{RunscPath: f.build.runsc, StateDir: filepath.Join(dataDir, "host", "runsc"),
-			WarmDir:      filepath.Join(localWorkBase(f, dataDir), "warm"),
-			CgroupParent: "skiff-" + hostSuffix(dataDir), Logger: log.With("component", "host")})
-	case "process":
-		return process.New(process.Config{AllowUnisolated: f.host.allowUnisolated, Logger: log.With("component", "host")})
+// newBuilder is the buildah builder Config.Build describes, or, when it
+// cannot start (buildah or runsc missing, not root), one whose every build
+// fails with a platform error that says why.
+func newBuilder(ctx context.Context, f *Config, dataDir, imagesDir string, log *slog.Logger) project.ImageBuilder {
+	b, err := build.New(ctx, build.Config{
+		BuildahPath: f.Build.Buildah, RunscPath: f.Build.Runsc, StorageRoot: filepath.Join(dataDir, "buildah", "storage"), ImagesDir: imagesDir,
+		Isolation: f.Build.Isolation, Network: f.Build.Network, MemoryLimit: f.Build.Memory, CPUs: f.Build.CPUs,
+		Workers:           f.Fair.BuildWorkers, // one buildah per queue worker
+		AllowedBaseImages: SplitList(f.Build.AllowBases),
+	}, log.With("component", "builder"))
+	if err != nil {
+		log.Error("image builder unavailable: pushes will fail until it is fixed", "err", err)
+		return brokenBuilder{err: err}
 	}
-	return nil, fmt.Errorf("unknown --host-driver %q: gvisor or process", f.host.driver)
+	return build.ProjectBuilder{B: b}
 }
 
-// hostSuffix names the local host's cgroup after its data dir, so that two
+// hostDriver is the local host's sandbox driver: gVisor unless the operator
+// explicitly chose the unisolated development driver.
+func hostDriver(f *Config, dataDir string, log *slog.Logger) (sandbox.Driver, error) {
+	switch f.Host.Driver {
+	case "gvisor":
+		return gvisor.New(gvisor.Config{RunscPath: f.Build.Runsc, StateDir: filepath.Join(dataDir, "host", "runsc"),
+			WarmDir:      filepath.Join(localWorkBase(f, dataDir), "warm"),
+			CgroupParent: "skiff-" + HostSuffix(dataDir), Logger: log.With("component", "host")})
+	case "process":
+		return process.New(process.Config{AllowUnisolated: f.Host.AllowUnisolated, Logger: log.With("component", "host")})
+	}
+	return nil, fmt.Errorf("unknown --host-driver %q: gvisor or process", f.Host.Driver)
+}
+
+// HostSuffix names the local host's cgroup after its data dir, so that two
 // servers on one machine never clean up each other's sandboxes.
-func hostSuffix(dataDir string) string {
+func HostSuffix(dataDir string) string {
 	h := fnv.New32a()
 	h.Write([]byte(dataDir))
 	return fmt.Sprintf("%08x", h.Sum32())
 }
 
-func agentCapacity(f *serverFlags) (c agentproto.Capacity) {
-	c.CPU, c.MemoryMB = f.host.cpus, f.host.memoryMB
+func agentCapacity(f *Config) (c agentproto.Capacity) {
+	c.CPU, c.MemoryMB = f.Host.CPUs, f.Host.MemoryMB
 	return c
 }
 
@@ -209,7 +220,7 @@ func (bb brokenBuilder) Build(context.Context, project.BuildRequest) (*project.B
 	return nil, errors.Join(errors.New("the image builder is unavailable on this server"), bb.err)
 }
 
-func splitList(s string) []string {
+func SplitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -221,24 +232,24 @@ func splitList(s string) []string {
 
 // useWarm lets the local host keep warm sandboxes of the projects it
 // prepares, where its driver can (gVisor on x86-64).
-func useWarm(f *serverFlags, driver sandbox.Driver, local *fleet.Local, dataDir string) {
+func useWarm(f *Config, driver sandbox.Driver, local *fleet.Local, dataDir string) {
 	w, ok := driver.(sandbox.Warmer)
 	if !ok || !gvisor.WarmSupported() {
 		return
 	}
-	n := f.host.warm
+	n := f.Host.Warm
 	if n < 0 {
-		n = f.host.slots
+		n = f.Host.Slots
 		if n <= 0 {
 			n = runtime.NumCPU()
 		}
 	}
 	warm := fleet.WarmConfig{Warmer: w, CacheRoot: filepath.Join(localWorkBase(f, dataDir), "cache"), Size: n,
-		CPU: submit.DefaultCPU, MemoryMB: submit.DefaultMemoryMB, PidsLimit: max(f.disk.pidsLimit, 0)}
-	if f.disk.storageQuota {
+		CPU: submit.DefaultCPU, MemoryMB: submit.DefaultMemoryMB, PidsLimit: max(f.Disk.PidsLimit, 0)}
+	if f.Disk.StorageQuota {
 		// The default shape's storage: made at boot, off the start path.
 		warm.StorageBytes = submit.DefaultStorageGB << 30
-		warm.CacheBytes = gib(f.disk.projectCacheGB)
+		warm.CacheBytes = GiB(f.Disk.ProjectCacheGB)
 	}
 	local.UseWarm(warm)
 }
@@ -246,6 +257,6 @@ func useWarm(f *serverFlags, driver sandbox.Driver, local *fleet.Local, dataDir 
 // localWorkBase is where the local host keeps what tasks write or make it
 // fetch (work dirs, caches, data sources, warm sandboxes): --work-dir, or
 // the data dir's host/ when none is given.
-func localWorkBase(f *serverFlags, dataDir string) string {
-	return f.disk.root(filepath.Join(dataDir, "host"))
+func localWorkBase(f *Config, dataDir string) string {
+	return f.Disk.Root(filepath.Join(dataDir, "host"))
 }

@@ -1,4 +1,4 @@
-package cli
+package server
 
 import (
 	"context"
@@ -15,29 +15,29 @@ import (
 // on whichever holds the build duty, and images, so that any controller
 // hands them to its hosts. Both nil without a shared store.
 type sharedBytes struct {
-	contexts project.ContextStore
-	images   *imagestore.Shared
+	Contexts project.ContextStore
+	Images   *imagestore.Shared
 }
 
-func openShared(ctx context.Context, f *serverFlags, imagesDir string, log *slog.Logger) (sharedBytes, error) {
+func openShared(ctx context.Context, f *Config, imagesDir string, log *slog.Logger) (sharedBytes, error) {
 	var sb sharedBytes
-	pushes, err := f.artifacts.sharedBlob(ctx, "pushes")
+	pushes, err := f.Artifacts.sharedBlob(ctx, "pushes")
 	if err != nil {
 		return sb, fmt.Errorf("shared build contexts: %w", err)
 	}
-	imgs, err := f.artifacts.sharedBlob(ctx, "images")
+	imgs, err := f.Artifacts.sharedBlob(ctx, "images")
 	if err != nil {
 		return sb, fmt.Errorf("shared images: %w", err)
 	}
 	if pushes == nil || imgs == nil {
-		if f.databaseURL != "" {
+		if f.DatabaseURL != "" {
 			log.Warn("no shared blob store (--artifact-store s3://...): build contexts and images stay on the controller " +
 				"that made them, so with several controllers pushes and tasks may fail on the others")
 		}
 		return sb, nil
 	}
-	sb.contexts = artifact.Files{Blob: pushes, Limit: project.MaxPushBytes}
-	sb.images = &imagestore.Shared{Root: imagesDir, Blob: imgs, Log: log.With("component", "images")}
+	sb.Contexts = artifact.Files{Blob: pushes, Limit: project.MaxPushBytes}
+	sb.Images = &imagestore.Shared{Root: imagesDir, Blob: imgs, Log: log.With("component", "images")}
 	return sb, nil
 }
 

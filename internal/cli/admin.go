@@ -60,7 +60,7 @@ Run 'skiff admin <command> --help' for the flags of a command.
 func adminCreateKey(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("admin create-key --account NAME [--role member|viewer|admin]",
 		"Creates an API key for the account, creating the account if needed, and prints the key.\nThe key is shown only this once; only its hash is stored.")
-	var sf server.StoreConfig
+	sf := server.Defaults().StoreConfig
 	registerStore(fs, &sf)
 	account := fs.String("account", "", "account name (required)")
 	role := fs.String("role", "member", "role of the key: member, viewer or admin")
@@ -87,7 +87,7 @@ func adminCreateKey(ctx context.Context, e *env, args []string) error {
 func adminGrantCredit(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("admin grant-credit --account NAME --usd AMOUNT",
 		"Adds a beta_credit_grant ledger entry of AMOUNT USD (at most 6 decimals) and prints the\naccount's available balance in USD. The account is created if needed.")
-	var sf server.StoreConfig
+	sf := server.Defaults().StoreConfig
 	registerStore(fs, &sf)
 	account := fs.String("account", "", "account name (required)")
 	usd := fs.String("usd", "", "amount in USD, e.g. 25 or 0.50 (required)")
@@ -140,7 +140,7 @@ func (l *listFlags) register(fs *flag.FlagSet) {
 // openListing parses an admin listing's flags (store, paging, --json) into
 // fs and opens the store; the caller closes it.
 func openListing(ctx context.Context, e *env, fs *flag.FlagSet, args []string) (store.Store, *listFlags, store.ListParams, error) {
-	var sf server.StoreConfig
+	sf := server.Defaults().StoreConfig
 	registerStore(fs, &sf)
 	lf := &listFlags{}
 	lf.register(fs)

@@ -32,7 +32,7 @@ func adminCreateEnrollment(ctx context.Context, e *env, args []string) error {
 			"--runsc-sha256) rather than against what the controller says. The host's name, the work it may\n"+
 			"take and its rate share are fixed here; the machine redeems the code with `skiff host --code-file`\n"+
 			"or the installer at /skiff-host.")
-	var sf server.StoreConfig
+	sf := server.Defaults().StoreConfig
 	registerStore(fs, &sf)
 	name := fs.String("name", "", "the host's name (default: its hostname)")
 	work := fs.String("work", "cpu", "work kinds it may take: cpu, gpu or cpu,gpu")
@@ -155,7 +155,7 @@ func adminRemoveHost(ctx context.Context, e *env, args []string) error {
 func adminHostState(ctx context.Context, e *env, args []string, name, help string,
 	do func(*enroll.Service, context.Context, string) (*store.Host, error)) error {
 	fs := e.newFlags("admin "+name+" [flags] HOST_ID", help)
-	var sf server.StoreConfig
+	sf := server.Defaults().StoreConfig
 	registerStore(fs, &sf)
 	// The id may come first or last: flag parsing stops at it.
 	var hostID string

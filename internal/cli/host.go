@@ -81,6 +81,8 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.driver, "driver", "gvisor", "sandbox: gvisor, or process (NOT a sandbox; needs --allow-unisolated, tests only)")
 	fs.BoolVar(&f.allowUnisolated, "allow-unisolated", false, "let --driver=process run tasks unsandboxed")
 	fs.DurationVar(&f.leaseWait, "lease-wait", 0, "long-poll wait asked of the controller (0: the agent's default)")
+	d := server.Defaults()
+	f.data, f.disk = d.Data, d.Disk
 	registerData(fs, &f.data)
 	registerDisk(fs, &f.disk, "--data-dir")
 	if err := e.parse(fs, args); err != nil {

@@ -29,8 +29,8 @@ import (
 // implements it over agentproto's endpoints; tests may fake it.
 type Controller interface {
 	Register(ctx context.Context, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error)
-	// Lease long-polls for work; it is also the heartbeat.
-	Lease(ctx context.Context, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error)
+	// Poll long-polls for work; it is also the heartbeat.
+	Poll(ctx context.Context, req *agentproto.PollRequest) (*agentproto.PollResponse, error)
 	// Report delivers one event; nil means the controller acknowledged
 	// it, ErrAttemptEnded (wrapped) that it had already ended the attempt.
 	Report(ctx context.Context, ev *agentproto.AttemptEvent) error
@@ -49,8 +49,8 @@ var ErrAttemptEnded = errors.New("the controller had already ended this attempt"
 
 // Defaults filled in by New.
 const (
-	DefaultLeaseWait        = 30 * time.Second
-	DefaultLeaseSlack       = 15 * time.Second
+	DefaultPollWait         = 30 * time.Second
+	DefaultPollSlack        = 15 * time.Second
 	DefaultCallTimeout      = 15 * time.Second
 	DefaultMinBackoff       = 500 * time.Millisecond
 	DefaultMaxBackoff       = 30 * time.Second
@@ -132,7 +132,7 @@ type Config struct {
 	MaxOutputFiles int
 	MaxOutputBytes int64
 	// DiskFree is WorkRoot's free-disk watermark: under it the host takes
-	// no new work and says why in its lease requests. Nil checks nothing.
+	// no new work and says why in its polls. Nil checks nothing.
 	DiskFree *diskfree.Checker
 	// Profile describes the host; the zero value means DetectProfile().
 	Profile agentproto.ResourceProfile
@@ -144,11 +144,11 @@ type Config struct {
 	// nil: this host attaches no GPU and offers none.
 	GPU *gpu.Host
 
-	// LeaseWait is the long-poll wait asked of the controller, capped by
+	// PollWait is the long-poll wait asked of the controller, capped by
 	// the heartbeat interval it returns at registration.
-	LeaseWait time.Duration
-	// LeaseSlack is added to LeaseWait for the lease request's deadline.
-	LeaseSlack time.Duration
+	PollWait time.Duration
+	// PollSlack is added to PollWait for the poll's deadline.
+	PollSlack time.Duration
 	// CallTimeout bounds each registration and each attempt report. A
 	// request sent as the network is cut may otherwise wait for TCP to
 	// give up (about 15 minutes), holding back what finished meanwhile
@@ -188,7 +188,7 @@ func (c *Config) Validate() error {
 	if !filepath.IsAbs(c.CacheRoot) {
 		errs = append(errs, fmt.Errorf("cache root %q: must be absolute", c.CacheRoot))
 	}
-	if c.Slots < 0 || c.LeaseWait < 0 || c.MinBackoff < 0 || c.MaxBackoff < c.MinBackoff || c.ProgressInterval < 0 {
+	if c.Slots < 0 || c.PollWait < 0 || c.MinBackoff < 0 || c.MaxBackoff < c.MinBackoff || c.ProgressInterval < 0 {
 		errs = append(errs, errors.New("slots and durations must not be negative, max backoff not below min"))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -212,7 +212,7 @@ type Agent struct {
 	mu       sync.Mutex
 	hostID   string
 	running  map[string]*attempt
-	paused   string         // why the last lease asked for no work, "" when it did
+	paused   string         // why the last poll asked for no work, "" when it did
 	wg       sync.WaitGroup // attempt goroutines (run and report)
 	shutdown bool
 }
@@ -239,11 +239,11 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Capacity.Slots == 0 {
 		cfg.Capacity.Slots = cfg.Slots
 	}
-	if cfg.LeaseWait == 0 {
-		cfg.LeaseWait = DefaultLeaseWait
+	if cfg.PollWait == 0 {
+		cfg.PollWait = DefaultPollWait
 	}
-	if cfg.LeaseSlack == 0 {
-		cfg.LeaseSlack = DefaultLeaseSlack
+	if cfg.PollSlack == 0 {
+		cfg.PollSlack = DefaultPollSlack
 	}
 	if cfg.CallTimeout == 0 {
 		cfg.CallTimeout = DefaultCallTimeout
@@ -399,7 +399,7 @@ func (a *Agent) clearWorkRoot() {
 
 func (a *Agent) loop(ctx, attemptCtx, reportCtx context.Context) error {
 	var b backoff
-	interval := a.cfg.LeaseWait
+	interval := a.cfg.PollWait
 	for {
 		if a.HostID() == "" {
 			rctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
@@ -429,16 +429,16 @@ func (a *Agent) loop(ctx, attemptCtx, reportCtx context.Context) error {
 			a.mu.Lock()
 			a.hostID = resp.HostID
 			a.mu.Unlock()
-			interval = a.cfg.LeaseWait
+			interval = a.cfg.PollWait
 			if hb := time.Duration(resp.HeartbeatIntervalS) * time.Second; hb > 0 && hb < interval {
 				interval = hb
 			}
 			a.log.Info("registered", "host_id", resp.HostID, "protocol_version", resp.ProtocolVersion)
 		}
 
-		req := a.leaseRequest(interval)
-		lctx, cancel := context.WithTimeout(ctx, interval+a.cfg.LeaseSlack)
-		resp, err := a.cfg.Controller.Lease(lctx, req)
+		req := a.pollRequest(interval)
+		lctx, cancel := context.WithTimeout(ctx, interval+a.cfg.PollSlack)
+		resp, err := a.cfg.Controller.Poll(lctx, req)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -452,7 +452,7 @@ func (a *Agent) loop(ctx, attemptCtx, reportCtx context.Context) error {
 				continue
 			}
 			d := b.next(a.cfg.MinBackoff, a.cfg.MaxBackoff)
-			a.log.Warn("lease failed", "err", err, "retry_in", d)
+			a.log.Warn("poll failed", "err", err, "retry_in", d)
 			if !sleep(ctx, d) {
 				return ctx.Err()
 			}
@@ -468,7 +468,7 @@ func (a *Agent) loop(ctx, attemptCtx, reportCtx context.Context) error {
 	}
 }
 
-func (a *Agent) leaseRequest(wait time.Duration) *agentproto.LeaseRequest {
+func (a *Agent) pollRequest(wait time.Duration) *agentproto.PollRequest {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	free := a.cfg.Capacity
@@ -487,11 +487,11 @@ func (a *Agent) leaseRequest(wait time.Duration) *agentproto.LeaseRequest {
 	free.MemoryMB = max(free.MemoryMB, 0)
 	free.GPUs = max(free.GPUs, 0)
 	free.Slots = max(free.Slots, 0)
-	return &agentproto.LeaseRequest{HostID: a.hostID, Free: free, Running: ids, WaitS: int(wait / time.Second),
+	return &agentproto.PollRequest{HostID: a.hostID, Free: free, Running: ids, WaitS: int(wait / time.Second),
 		Paused: a.pausedLocked()}
 }
 
-// pausedLocked checks the work dir's free-disk watermark before each lease
+// pausedLocked checks the work dir's free-disk watermark before each poll
 // request: under it the host asks for no work, says why, and logs it once
 // per change. The caller holds a.mu.
 func (a *Agent) pausedLocked() string {

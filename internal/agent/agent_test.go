@@ -42,7 +42,7 @@ type fakeController struct {
 	fail      map[agentproto.EventKind]int // events of this kind to answer 503
 	failed    int
 	registers []agentproto.RegisterRequest
-	leases    []agentproto.LeaseRequest
+	leases    []agentproto.PollRequest
 	changed   chan struct{}
 	// intercept, when set, sees every authorized request first; a non-zero
 	// status is answered with code in an agentproto.ErrorResponse instead
@@ -54,7 +54,7 @@ func newFakeController(t *testing.T) *fakeController {
 	fc := &fakeController{t: t, events: map[string][]agentproto.AttemptEvent{}, fail: map[agentproto.EventKind]int{}, changed: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+agentproto.RegisterPath, fc.register)
-	mux.HandleFunc("POST "+agentproto.LeasePath, fc.lease)
+	mux.HandleFunc("POST "+agentproto.PollPath, fc.lease)
 	mux.HandleFunc("POST /agent/v1/attempts/{id}/events", fc.event)
 	fc.srv = httptest.NewServer(fc.auth(mux))
 	t.Cleanup(fc.srv.Close)
@@ -109,7 +109,7 @@ func (fc *fakeController) register(w http.ResponseWriter, r *http.Request) {
 }
 
 func (fc *fakeController) lease(w http.ResponseWriter, r *http.Request) {
-	var req agentproto.LeaseRequest
+	var req agentproto.PollRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.HostID != "wkr_test" {
 		http.Error(w, "bad lease", http.StatusBadRequest)
 		return
@@ -119,7 +119,7 @@ func (fc *fakeController) lease(w http.ResponseWriter, r *http.Request) {
 		fc.mu.Lock()
 		fc.leases = append(fc.leases, req)
 		if len(fc.queue) > 0 || len(fc.cancel) > 0 {
-			resp := agentproto.LeaseResponse{Assignments: fc.queue, Cancel: fc.cancel}
+			resp := agentproto.PollResponse{Assignments: fc.queue, Cancel: fc.cancel}
 			fc.queue, fc.cancel = nil, nil
 			fc.mu.Unlock()
 			writeJSON(w, resp)
@@ -130,7 +130,7 @@ func (fc *fakeController) lease(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ch:
 		case <-deadline:
-			writeJSON(w, agentproto.LeaseResponse{})
+			writeJSON(w, agentproto.PollResponse{})
 			return
 		case <-r.Context().Done():
 			return
@@ -255,7 +255,7 @@ func runAgent(t *testing.T, fc *fakeController, d sandbox.Driver, img image, opt
 		CacheRoot:        filepath.Join(dir, "cache"),
 		Slots:            4,
 		LayoutsInPlace:   true,
-		LeaseWait:        time.Second,
+		PollWait:         time.Second,
 		MinBackoff:       20 * time.Millisecond,
 		MaxBackoff:       200 * time.Millisecond,
 		ProgressInterval: time.Second,

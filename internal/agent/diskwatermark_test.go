@@ -32,7 +32,7 @@ func TestAgentTakesNoWorkUnderTheDiskWatermark(t *testing.T) {
 		for time.Now().Before(deadline) {
 			fc.mu.Lock()
 			n := len(fc.leases)
-			var last agentproto.LeaseRequest
+			var last agentproto.PollRequest
 			if n > 0 {
 				last = fc.leases[n-1]
 			}
@@ -42,7 +42,7 @@ func TestAgentTakesNoWorkUnderTheDiskWatermark(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		t.Fatal("no lease request")
+		t.Fatal("no poll")
 		return ""
 	}
 	if p := paused(); !strings.Contains(p, "taking no work") || !strings.Contains(p, "under the free-disk watermark") {

@@ -92,7 +92,7 @@ func TestHTTPClientAnswers(t *testing.T) {
 			case "register":
 				_, err = hc.Register(t.Context(), &agentproto.RegisterRequest{ProtocolVersion: agentproto.ProtocolVersion})
 			case "lease":
-				_, err = hc.Lease(t.Context(), &agentproto.LeaseRequest{HostID: "wkr_test"})
+				_, err = hc.Poll(t.Context(), &agentproto.PollRequest{HostID: "wkr_test"})
 			case "report":
 				err = hc.Report(t.Context(), &agentproto.AttemptEvent{AttemptID: "att_1", Seq: 1, Kind: agentproto.EventStarted})
 			}
@@ -136,7 +136,7 @@ func TestAgentProtocolAnswers(t *testing.T) {
 		fc.mu.Lock()
 		forgot := false
 		fc.intercept = func(path string, _ []byte) (int, string) {
-			if path == agentproto.LeasePath && !forgot {
+			if path == agentproto.PollPath && !forgot {
 				forgot = true
 				return http.StatusNotFound, agentproto.CodeUnknownHost
 			}
@@ -163,7 +163,7 @@ func TestAgentProtocolAnswers(t *testing.T) {
 		posts := map[agentproto.EventKind]int{}
 		fc.intercept = func(path string, body []byte) (int, string) {
 			kind := eventKind(body)
-			if path == agentproto.RegisterPath || path == agentproto.LeasePath || kind == "" {
+			if path == agentproto.RegisterPath || path == agentproto.PollPath || kind == "" {
 				return 0, ""
 			}
 			posts[kind]++
@@ -240,8 +240,8 @@ func (c *scriptedController) Register(ctx context.Context, req *agentproto.Regis
 	return &agentproto.RegisterResponse{ProtocolVersion: 1, HostID: "wkr_sync", HeartbeatIntervalS: c.heartbeatS}, nil
 }
 
-// Lease long-polls with no work until the agent's deadline for it.
-func (c *scriptedController) Lease(ctx context.Context, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error) {
+// Poll long-polls with no work until the agent's deadline for it.
+func (c *scriptedController) Poll(ctx context.Context, req *agentproto.PollRequest) (*agentproto.PollResponse, error) {
 	c.mu.Lock()
 	c.leases = append(c.leases, time.Now())
 	d, _ := ctx.Deadline()
@@ -288,7 +288,7 @@ func TestAgentBackoffSynctest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &scriptedController{refuse: 6, heartbeatS: 10}
 		const minB, maxB = 100 * time.Millisecond, 800 * time.Millisecond
-		runScripted(t, c, agent.Config{MinBackoff: minB, MaxBackoff: maxB, LeaseWait: time.Minute}, time.Minute)
+		runScripted(t, c, agent.Config{MinBackoff: minB, MaxBackoff: maxB, PollWait: time.Minute}, time.Minute)
 		if len(c.registers) != c.refuse+1 {
 			t.Fatalf("register calls: got %d, want %d refused and then one accepted", len(c.registers), c.refuse)
 		}
@@ -311,7 +311,7 @@ func TestAgentLeaseWaitSynctest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &scriptedController{heartbeatS: 10}
 		const slack, minB = 5 * time.Second, time.Second
-		runScripted(t, c, agent.Config{LeaseWait: time.Minute, LeaseSlack: slack, MinBackoff: minB, MaxBackoff: minB},
+		runScripted(t, c, agent.Config{PollWait: time.Minute, PollSlack: slack, MinBackoff: minB, MaxBackoff: minB},
 			time.Minute)
 		if len(c.leases) < 2 {
 			t.Fatalf("lease calls: got %d in a minute, want several", len(c.leases))

@@ -1,13 +1,13 @@
 // Package agentproto is the wire protocol between the controller and its
-// hosts. Hosts only dial out: a host registers, then long-polls for leases
-// (each lease request is also its heartbeat) and posts attempt events. The
+// hosts. Hosts only dial out: a host registers, then long-polls for work
+// (each poll is also its heartbeat) and posts attempt events. The
 // local host inside `skiff server` speaks the same protocol over loopback,
 // so the single-machine path and the fleet path are one path.
 //
 // Endpoints (JSON bodies, snake_case, all POST):
 //
 //	POST /agent/v1/register              RegisterRequest  -> RegisterResponse
-//	POST /agent/v1/lease                 LeaseRequest     -> LeaseResponse (long-poll)
+//	POST /agent/v1/lease                 PollRequest      -> PollResponse (long-poll; the path keeps its old name)
 //	POST /agent/v1/attempts/{id}/events  AttemptEvent     -> EventResponse
 //	GET  /agent/v1/attempts/{id}/inputs/{artifact_id}      -> the bytes (v3)
 //	POST /agent/v1/attempts/{id}/artifacts?path=&kind=     raw body -> UploadedArtifact (v3)
@@ -17,7 +17,7 @@
 // ProtocolVersion. Errors come back as a non-2xx status with an
 // ErrorResponse body. Status codes the host acts on:
 //
-//   - 404 on lease or events with code CodeUnknownHost: the controller does
+//   - 404 on a poll or events with code CodeUnknownHost: the controller does
 //     not know this host (id expired after it was declared lost); the host
 //     registers again.
 //   - 409 or 410 on events: the controller already recorded this event or the
@@ -42,7 +42,7 @@ import (
 // ProtocolVersion is the version of this protocol that this build speaks.
 // Bump it for every change a peer could observe, and say what changed:
 //
-//   - 1: register, lease long-poll with heartbeat, attempt events
+//   - 1: register, long-poll for work with heartbeat, attempt events
 //     started/progress/finished with the outcome inline (no artifact
 //     upload yet).
 //   - 2: Outcome.StartFailed: the host says, typed, that the runner could
@@ -97,7 +97,7 @@ const VersionHeader = "Skiff-Agent-Protocol"
 // "/events" follow it (AttemptEventsURLPath builds the whole path).
 const (
 	RegisterPath      = "/agent/v1/register"
-	LeasePath         = "/agent/v1/lease"
+	PollPath          = "/agent/v1/lease"
 	AttemptEventsPath = "/agent/v1/attempts/"
 )
 
@@ -184,7 +184,7 @@ type ResourceProfile struct {
 }
 
 // Capacity is an amount of host resources: the whole of what a host offers
-// tasks at registration, what is free in a lease request.
+// tasks at registration, what is free in a poll.
 type Capacity struct {
 	CPU      float64 `json:"cpu"`
 	MemoryMB int64   `json:"memory_mb"`
@@ -215,13 +215,13 @@ type RegisterResponse struct {
 	// HostID is the pseudonymous handle, "wkr_...".
 	HostID string `json:"host_id"`
 	// HeartbeatIntervalS is the longest the host may stay silent: it
-	// long-polls for at most this long, so a host whose lease requests stop
+	// long-polls for at most this long, so a host whose polls stop
 	// for several intervals is lost.
 	HeartbeatIntervalS int `json:"heartbeat_interval_s"`
 }
 
-// LeaseRequest asks for work and is the host's heartbeat.
-type LeaseRequest struct {
+// PollRequest asks for work and is the host's heartbeat.
+type PollRequest struct {
 	HostID string `json:"host_id"`
 	// Free is what the host had free when it asked. The controller sizes
 	// assignments by its own record of the host's live attempts instead
@@ -243,8 +243,8 @@ type LeaseRequest struct {
 	Paused string `json:"paused,omitempty"`
 }
 
-// LeaseResponse carries new work and cancellations.
-type LeaseResponse struct {
+// PollResponse carries new work and cancellations.
+type PollResponse struct {
 	Assignments []Assignment `json:"assignments"`
 	// Cancel lists attempt ids the host must stop (job cancelled, requeued
 	// elsewhere). Unknown ids are ignored.

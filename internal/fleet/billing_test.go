@@ -127,7 +127,7 @@ func checkMoney(t *testing.T, h *harness, jobs []*store.Job) {
 		if err != nil {
 			t.Fatalf("job %s: hold: %v", j.ID, err)
 		}
-		if hold.Status == store.HoldActive || hold.SettledAt == nil {
+		if hold.Status == store.HoldActive || hold.ClosedAt == nil {
 			t.Errorf("job %s (%s): hold still %s", j.ID, j.Status, hold.Status)
 		}
 		_, atts := h.tasks(j)

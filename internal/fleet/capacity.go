@@ -8,9 +8,9 @@ import (
 // free is the host's capacity less what its live attempts hold, as the
 // controller sees it now: the attempts open in the store for the host and
 // those it is still stopping, each holding the requirements it was claimed
-// with. It is computed afresh at every look of a lease, so a slot freed
+// with. It is computed afresh at every look of a poll, so a slot freed
 // while the host long-polls (its attempt's finished event recorded, which
-// wakes the lease) is refilled at once; the free capacity in the host's
+// wakes the poll) is refilled at once; the free capacity in the host's
 // request was true only when it asked. Being the store's view, it holds
 // across controller restarts and for attempts another controller assigned.
 func (c *Controller) free(h *host, rec *reconciled) agentproto.Capacity {

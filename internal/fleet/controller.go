@@ -47,7 +47,7 @@ type ControllerConfig struct {
 	// Wake is what long-polling hosts wait on: the signal the job service
 	// was given (job.Config.Wake), so that new tasks and cancellations
 	// reach hosts at once. Nil means a private one, which only the
-	// controller wakes: hosts then hear of new work at their next lease.
+	// controller wakes: hosts then hear of new work at their next poll.
 	Wake  *wake.Signal
 	Clock clock.Clock
 	Log   *slog.Logger
@@ -64,7 +64,7 @@ type ControllerConfig struct {
 	// SeedsDir holds the cache mounts' seeds kept at publish
 	// (project.SeedDir); hosts sharing this filesystem seed from it.
 	SeedsDir string
-	// HeartbeatInterval is the longest a host may go without a lease
+	// HeartbeatInterval is the longest a host may go without a poll
 	// request; hosts long-poll at most this long. Default 10 s.
 	HeartbeatInterval time.Duration
 	// LostAfter is how long a silent host is kept before it is declared
@@ -114,13 +114,13 @@ type host struct {
 	// marked is when Presence last recorded the host alive (guarded by
 	// Controller.mu).
 	marked time.Time
-	// lease serialises a host's lease requests: one decides at a time, so
+	// pollMu serialises a host's pollMu requests: one decides at a time, so
 	// that reconciling its running list and assigning never interleave.
-	lease sync.Mutex
+	pollMu sync.Mutex
 	// cancelSent is when each attempt the host must stop was last sent to
-	// it (guarded by lease). The host keeps listing a stopped attempt until
+	// it (guarded by poll). The host keeps listing a stopped attempt until
 	// its end is reported; it is sent again only after a heartbeat
-	// interval, not on every lease.
+	// interval, not on every poll.
 	cancelSent map[string]time.Time
 	// enrolled is the host's stored record (declared share, state) as of
 	// its last request; nil for a host allowed in memory (the local host).
@@ -167,7 +167,7 @@ func (c *Controller) AllowHost(token, hostID string) {
 // hostForToken is the host a token names: a token allowed in memory (the
 // local host), else an enrolled host's credential, looked up in the store
 // on every request so that a removal refuses the very next one and a drain
-// is heard at the next lease, on every controller. enrolled is nil for a
+// is heard at the next poll, on every controller. enrolled is nil for a
 // host allowed in memory. Tokens are kept and looked up only by their
 // sha256, so the lookup reveals nothing of them. An unknown token is
 // errUnauthorized.
@@ -267,7 +267,7 @@ func (c *Controller) SweepHosts(ctx context.Context) error {
 	c.mu.Lock()
 	for id, h := range c.hosts {
 		if now.Sub(h.lastSeen) > c.cfg.LostAfter {
-			c.log.Warn("host lost: no lease request", "host_id", id, "silent_for", now.Sub(h.lastSeen).String())
+			c.log.Warn("host lost: no poll", "host_id", id, "silent_for", now.Sub(h.lastSeen).String())
 			delete(c.hosts, id)
 			gone = append(gone, id)
 		}

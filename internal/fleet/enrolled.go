@@ -45,7 +45,7 @@ func (h *host) draining() bool {
 }
 
 // storeSeen records an enrolled host's last call in the store, for the
-// operator's listing, at most once per heartbeat interval: a lease that
+// operator's listing, at most once per heartbeat interval: a poll that
 // answers at once (work to hand out) must not write on every call.
 func (c *Controller) storeSeen(ctx context.Context, h *host) {
 	if h.enrolled == nil {
@@ -81,9 +81,9 @@ func (h *host) placement(p *store.TaskClaimParams) {
 	}
 }
 
-// refreshEnrolled re-reads an enrolled host's record while its lease waits:
+// refreshEnrolled re-reads an enrolled host's record while its poll waits:
 // the operator may drain or remove it meanwhile, from another process
-// (`skiff admin drain-host`) that wakes no lease here, and a wake for new
+// (`skiff admin drain-host`) that wakes no poll here, and a wake for new
 // work must not hand that work to a host drained since its request came.
 // Guarded by h.lease. On a store error the last record stands.
 func (c *Controller) refreshEnrolled(ctx context.Context, h *host) {

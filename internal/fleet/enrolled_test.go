@@ -215,7 +215,7 @@ func TestScriptedDrainDuringLongPoll(t *testing.T) {
 	engines(t, func(t *testing.T, st store.Store) {
 		s := newScripted(t, st)
 		h, svc := s.enrolled(enroll.Spec{}, 2, 4, 0, agentproto.Capacity{CPU: 2, MemoryMB: 4096, Slots: 2})
-		got := make(chan *agentproto.LeaseResponse, 1)
+		got := make(chan *agentproto.PollResponse, 1)
 		go func() {
 			resp, err := h.leaseErr(h.capacity, 3*time.Second)
 			if err != nil {

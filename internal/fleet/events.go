@@ -13,7 +13,7 @@ import (
 // at least once, so a repeat is answered errDuplicate (409, which the host
 // takes as an acknowledgement); an event for an attempt that is not the
 // host's, or that the controller already ended (cancelled, declared lost),
-// is answered errGone (410): the host stops it on its next lease.
+// is answered errGone (410): the host stops it on its next poll.
 func (c *Controller) Event(ctx context.Context, token, attemptID string, ev *agentproto.AttemptEvent) error {
 	hostID, _, err := c.hostForToken(ctx, token)
 	if err != nil {

@@ -192,7 +192,7 @@ func (h *harness) hostWithCache(slots int, cacheRoot string) (hostID string, sto
 		Driver:     h.driver, Images: h.images,
 		WorkRoot: filepath.Join(dir, "work"), CacheRoot: cmp.Or(cacheRoot, filepath.Join(dir, "cache")),
 		Slots: slots, Capacity: agentCapacity(slots), LayoutsInPlace: true,
-		LeaseWait: h.heartbeat, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		PollWait: h.heartbeat, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
 		ProgressInterval: 200 * time.Millisecond, ShutdownGrace: 20 * time.Second,
 		Logger: h.log.With("host", hostID),
 	})

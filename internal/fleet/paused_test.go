@@ -19,7 +19,7 @@ func TestScriptedPausedHostGetsNoWork(t *testing.T) {
 		h := s.host(4, 4)
 		storage := int64(3)
 		s.submit(apiv1.JobSubmit{Requirements: &apiv1.JobRequirements{StorageGB: &storage}})
-		resp, err := h.ctl.Lease(context.Background(), &agentproto.LeaseRequest{HostID: h.id, Free: h.capacity,
+		resp, err := h.ctl.Poll(context.Background(), &agentproto.PollRequest{HostID: h.id, Free: h.capacity,
 			Running: slices.Clone(h.running), Paused: "taking no work: /w has 1 GiB free, under the watermark"})
 		if err != nil {
 			t.Fatal(err)

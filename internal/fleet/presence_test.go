@@ -44,7 +44,7 @@ func TestOrphanSweepAcrossControllers(t *testing.T) {
 			Driver: "gvisor", Capacity: agentCapacity(1)}); err != nil {
 			t.Fatal(err)
 		}
-		lease, err := h.Lease(ctx, &agentproto.LeaseRequest{HostID: hostID, Free: agentCapacity(1), Running: []string{}})
+		lease, err := h.Poll(ctx, &agentproto.PollRequest{HostID: hostID, Free: agentCapacity(1), Running: []string{}})
 		if err != nil || len(lease.Assignments) != 1 {
 			t.Fatalf("lease: %+v, %v; want the job's one assignment", lease, err)
 		}
@@ -61,7 +61,7 @@ func TestOrphanSweepAcrossControllers(t *testing.T) {
 		}
 		wantOpen("just assigned")
 		clk.Advance(20 * time.Second)
-		if _, err := h.Lease(ctx, &agentproto.LeaseRequest{HostID: hostID, Free: agentCapacity(0), Running: running}); err != nil {
+		if _, err := h.Poll(ctx, &agentproto.PollRequest{HostID: hostID, Free: agentCapacity(0), Running: running}); err != nil {
 			t.Fatal(err)
 		}
 		clk.Advance(25 * time.Second) // 45 s after the assignment, 25 s after the last call

@@ -19,7 +19,7 @@ import (
 //
 // It is the figure behind the refill test and `skiff bench`'s fan-out
 // line: a host long-polling with a stale free capacity shows up here as
-// gaps of a whole lease interval.
+// gaps of a whole poll interval.
 func RefillGaps(starts, ends []time.Time, slots int) []time.Duration {
 	starts = slices.SortedFunc(slices.Values(starts), time.Time.Compare)
 	ends = slices.SortedFunc(slices.Values(ends), time.Time.Compare)

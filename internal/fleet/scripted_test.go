@@ -158,7 +158,7 @@ func (h *scriptedHost) register() {
 
 // lease asks for work, claiming free capacity free (the test says what the
 // host believes), waiting up to wait; the host takes what it is given.
-func (h *scriptedHost) lease(free agentproto.Capacity, wait time.Duration) *agentproto.LeaseResponse {
+func (h *scriptedHost) lease(free agentproto.Capacity, wait time.Duration) *agentproto.PollResponse {
 	h.s.t.Helper()
 	resp, err := h.leaseErr(free, wait)
 	if err != nil {
@@ -167,8 +167,8 @@ func (h *scriptedHost) lease(free agentproto.Capacity, wait time.Duration) *agen
 	return resp
 }
 
-func (h *scriptedHost) leaseErr(free agentproto.Capacity, wait time.Duration) (*agentproto.LeaseResponse, error) {
-	resp, err := h.ctl.Lease(context.Background(), &agentproto.LeaseRequest{HostID: h.id, Free: free,
+func (h *scriptedHost) leaseErr(free agentproto.Capacity, wait time.Duration) (*agentproto.PollResponse, error) {
+	resp, err := h.ctl.Poll(context.Background(), &agentproto.PollRequest{HostID: h.id, Free: free,
 		Running: slices.Clone(h.running), WaitS: int(wait / time.Second)})
 	if err != nil {
 		return nil, err
@@ -234,13 +234,13 @@ func TestScriptedRefillWithinLongPoll(t *testing.T) {
 		// The host long-polls with nothing free; a scripted host waits the
 		// whole poll only if no slot is refilled, which is the failure.
 		type leased struct {
-			resp *agentproto.LeaseResponse
+			resp *agentproto.PollResponse
 			err  error
 		}
 		got := make(chan leased, 1)
 		running := slices.Clone(h.running)
 		go func() {
-			resp, err := h.ctl.Lease(context.Background(), &agentproto.LeaseRequest{HostID: h.id,
+			resp, err := h.ctl.Poll(context.Background(), &agentproto.PollRequest{HostID: h.id,
 				Running: running, WaitS: int(scriptedHeartbeat / time.Second)})
 			got <- leased{resp, err}
 		}()

@@ -54,7 +54,7 @@ func TestLostHostSweepSynctest(t *testing.T) {
 			Driver: "gvisor", Capacity: agentCapacity(1)}); err != nil {
 			t.Fatal(err)
 		}
-		lease, err := h.Lease(ctx, &agentproto.LeaseRequest{HostID: hostID, Free: agentCapacity(1), Running: []string{}})
+		lease, err := h.Poll(ctx, &agentproto.PollRequest{HostID: hostID, Free: agentCapacity(1), Running: []string{}})
 		if err != nil || len(lease.Assignments) != 1 {
 			t.Fatalf("lease: got %+v, %v; want the job's one assignment", lease, err)
 		}
@@ -82,7 +82,7 @@ func TestLostHostSweepSynctest(t *testing.T) {
 				tasks[0].Status, tasks[0].RetriesUsed, tasks[0].InfraRequeues)
 		}
 		// The lost host is forgotten: its next lease is told to register again.
-		if _, err := h.Lease(ctx, &agentproto.LeaseRequest{HostID: hostID, Running: []string{}}); !errors.Is(err, agent.ErrUnknownHost) {
+		if _, err := h.Poll(ctx, &agentproto.PollRequest{HostID: hostID, Running: []string{}}); !errors.Is(err, agent.ErrUnknownHost) {
 			t.Errorf("lease from the lost host: got %v, want unknown_host", err)
 		}
 	})

@@ -22,7 +22,7 @@ import (
 // a host acts on.
 type AgentController interface {
 	Register(ctx context.Context, token string, req *agentproto.RegisterRequest) (*agentproto.RegisterResponse, error)
-	Lease(ctx context.Context, token string, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error)
+	Poll(ctx context.Context, token string, req *agentproto.PollRequest) (*agentproto.PollResponse, error)
 	Event(ctx context.Context, token, attemptID string, ev *agentproto.AttemptEvent) error
 	// OpenInput and ReceiveArtifact move an attempt's artifact inputs and
 	// outputs (protocol 3).
@@ -58,12 +58,12 @@ func AgentHandler(c AgentController, log *slog.Logger, disk ...*diskfree.Checker
 		resp, err := c.Register(r.Context(), hostToken(r), &req)
 		a.answer(w, r, resp, err)
 	})
-	mux.HandleFunc("POST "+agentproto.LeasePath, func(w http.ResponseWriter, r *http.Request) {
-		var req agentproto.LeaseRequest
+	mux.HandleFunc("POST "+agentproto.PollPath, func(w http.ResponseWriter, r *http.Request) {
+		var req agentproto.PollRequest
 		if !a.decode(w, r, &req, 1<<20) {
 			return
 		}
-		resp, err := c.Lease(r.Context(), hostToken(r), &req)
+		resp, err := c.Poll(r.Context(), hostToken(r), &req)
 		a.answer(w, r, resp, err)
 	})
 	mux.HandleFunc("POST "+agentproto.AttemptEventsPath+"{id}/events", func(w http.ResponseWriter, r *http.Request) {

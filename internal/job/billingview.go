@@ -33,7 +33,7 @@ type summaryBilling struct {
 // withBilling adds the job's billing to its summary: billing_estimate and
 // billing_admission as admission stored them, billing_hold when the job
 // holds funds, and cost (see apiv1.JobCost). They are read fresh on every
-// view, so a job's summary shows its hold settle and its cost grow.
+// view, so a job's summary shows its hold captured and its cost grow.
 func (s *Service) withBilling(ctx context.Context, j *store.Job, summary json.RawMessage) (json.RawMessage, error) {
 	h, err := s.store.HoldGetByJob(ctx, j.ID)
 	switch {

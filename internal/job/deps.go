@@ -16,16 +16,16 @@ import (
 // failed or cancelled: it is cancelled, and so, in turn, are the jobs
 // waiting on it.
 
-// settleDependents decides, in q's transaction, the planning jobs that wait
+// resolveDependents decides, in q's transaction, the planning jobs that wait
 // on jobID, which has just ended. It reports whether any job was queued.
-func (s *Service) settleDependents(ctx context.Context, q store.Querier, jobID string, now time.Time) (bool, error) {
+func (s *Service) resolveDependents(ctx context.Context, q store.Querier, jobID string, now time.Time) (bool, error) {
 	ids, err := q.JobDependents(ctx, jobID)
 	if err != nil {
 		return false, fmt.Errorf("dependents of %s: %w", jobID, err)
 	}
 	queued := false
 	for _, dep := range ids {
-		ok, err := s.settle(ctx, q, dep, now)
+		ok, err := s.resolveWait(ctx, q, dep, now)
 		if err != nil {
 			return false, err
 		}
@@ -34,10 +34,10 @@ func (s *Service) settleDependents(ctx context.Context, q store.Querier, jobID s
 	return queued, nil
 }
 
-// settle moves the planning job id on if its dependencies allow: queued
+// resolveWait moves the planning job id on if its dependencies allow: queued
 // when all ended well, cancelled (with its own dependents) when one ended
 // badly, unchanged while one runs. It reports whether the job was queued.
-func (s *Service) settle(ctx context.Context, q store.Querier, id string, now time.Time) (bool, error) {
+func (s *Service) resolveWait(ctx context.Context, q store.Querier, id string, now time.Time) (bool, error) {
 	statuses, err := q.JobDependencyStatuses(ctx, id)
 	if err != nil {
 		return false, fmt.Errorf("dependencies of %s: %w", id, err)

@@ -182,7 +182,7 @@ func (s *Service) reprice(ctx context.Context, q store.Querier, j *store.Job, su
 		return nil, fmt.Errorf("hold of %s: %w", j.ID, err)
 	}
 	if h.Status != store.HoldActive {
-		return nil, store.ErrConflict // settled: the job ended meanwhile
+		return nil, store.ErrConflict // ended meanwhile (its hold captured)
 	}
 	tasks, err := q.TaskList(ctx, j.ID)
 	if err != nil {

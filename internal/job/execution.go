@@ -435,7 +435,7 @@ func (s *Service) endIfDone(ctx context.Context, q store.Querier, jobID string, 
 		}
 		return err
 	}
-	if err := billing.Settle(ctx, q, j.ID, now); err != nil {
+	if err := billing.CaptureHold(ctx, q, j.ID, now); err != nil {
 		return err
 	}
 	if err := s.event(ctx, q, j.ID, "", "", "job."+string(to), map[string]any{"task_outcome_counts": c}, now); err != nil {
@@ -448,7 +448,7 @@ func (s *Service) endIfDone(ctx context.Context, q store.Querier, jobID string, 
 			return err
 		}
 	}
-	_, err = s.settleDependents(ctx, q, j.ID, now)
+	_, err = s.resolveDependents(ctx, q, j.ID, now)
 	return err
 }
 

@@ -26,7 +26,7 @@ type Client struct {
 	BaseURL string
 	// Token is the host token, sent as a Bearer credential. Never logged.
 	Token string
-	// Client defaults to NewHTTPClient: no overall timeout (lease
+	// Client defaults to NewHTTPClient: no overall timeout (poll
 	// requests long-poll, and the agent bounds every call with its
 	// context), no redirects followed.
 	Client *http.Client
@@ -59,10 +59,10 @@ func (c *Client) Register(ctx context.Context, req *agentproto.RegisterRequest) 
 	return &resp, nil
 }
 
-func (c *Client) Lease(ctx context.Context, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error) {
-	var resp agentproto.LeaseResponse
-	if err := c.post(ctx, agentproto.LeasePath, req, &resp); err != nil {
-		return nil, fmt.Errorf("lease: %w", err)
+func (c *Client) Poll(ctx context.Context, req *agentproto.PollRequest) (*agentproto.PollResponse, error) {
+	var resp agentproto.PollResponse
+	if err := c.post(ctx, agentproto.PollPath, req, &resp); err != nil {
+		return nil, fmt.Errorf("poll: %w", err)
 	}
 	return &resp, nil
 }

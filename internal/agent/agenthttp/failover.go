@@ -63,9 +63,9 @@ func (f *Failover) Register(ctx context.Context, req *agentproto.RegisterRequest
 	return resp, err
 }
 
-func (f *Failover) Lease(ctx context.Context, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error) {
+func (f *Failover) Poll(ctx context.Context, req *agentproto.PollRequest) (*agentproto.PollResponse, error) {
 	c := f.current()
-	resp, err := c.Lease(ctx, req)
+	resp, err := c.Poll(ctx, req)
 	f.done(ctx, c, err)
 	return resp, err
 }

@@ -48,7 +48,7 @@ func Loopback(host string) bool {
 var errRedirect = errors.New("the controller answered with a redirect; a host follows none (give the controller's final https URL)")
 
 // NewHTTPClient is the client a host speaks to its controllers with: no
-// overall timeout (lease requests long-poll and the agent bounds each call
+// overall timeout (polls long-poll and the agent bounds each call
 // with its context), and no redirects followed.
 func NewHTTPClient() *http.Client {
 	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect }}

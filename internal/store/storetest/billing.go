@@ -45,7 +45,7 @@ func testHoldGrow(t *testing.T, s store.Store) {
 			t.Errorf("%s: got %v, want ErrConflict", tc.name, err)
 		}
 	}
-	if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: h.ID, Status: store.HoldReleased, Now: t1}); err != nil {
+	if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: h.ID, Status: store.HoldReleased, Now: t1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.HoldGrow(ctx(t), &store.HoldGrowParams{ID: h.ID, PrevAmountMicros: 1500, AmountMicros: 2000, Now: t1}); !errors.Is(err, store.ErrConflict) {
@@ -75,18 +75,18 @@ func testHoldsSettleOnce(t *testing.T, s store.Store) {
 	if bal.HeldMicros != 900 || bal.ActiveHoldCount != 1 {
 		t.Fatalf("balance with a hold: %+v", bal)
 	}
-	got, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: h.ID, Status: store.HoldPartiallyCaptured, CapturedMicros: 400, Now: t0.Add(time.Minute)})
-	if err != nil || got.Status != store.HoldPartiallyCaptured || got.CapturedMicros != 400 || got.SettledAt == nil {
-		t.Fatalf("HoldSettle: %+v, %v", got, err)
+	got, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: h.ID, Status: store.HoldPartiallyCaptured, CapturedMicros: 400, Now: t0.Add(time.Minute)})
+	if err != nil || got.Status != store.HoldPartiallyCaptured || got.CapturedMicros != 400 || got.ClosedAt == nil {
+		t.Fatalf("HoldCapture: %+v, %v", got, err)
 	}
-	if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: h.ID, Status: store.HoldCaptured, CapturedMicros: 900, Now: t0}); !errors.Is(err, store.ErrConflict) {
+	if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: h.ID, Status: store.HoldCaptured, CapturedMicros: 900, Now: t0}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("settling twice: got %v, want ErrConflict", err)
 	}
-	if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: "hld_missing", Status: store.HoldReleased, Now: t0}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: "hld_missing", Status: store.HoldReleased, Now: t0}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("settling a missing hold: got %v, want ErrNotFound", err)
 	}
 	h2, _ := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: "job_2", AmountMicros: 10, Now: t0})
-	if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: h2.ID, Status: store.HoldCaptured, CapturedMicros: 11, Now: t0}); err == nil {
+	if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: h2.ID, Status: store.HoldCaptured, CapturedMicros: 11, Now: t0}); err == nil {
 		t.Fatal("capturing more than the hold: accepted")
 	}
 	if got, err := s.HoldGetByJob(ctx(t), "job_1"); err != nil || got.ID != h.ID {
@@ -280,7 +280,7 @@ func testBalanceTotals(t *testing.T, s store.Store) {
 	check("holds")
 	for i, st := range []string{store.HoldCaptured, store.HoldPartiallyCaptured, store.HoldReleased} {
 		captured := map[string]int64{store.HoldCaptured: holds[i].AmountMicros, store.HoldPartiallyCaptured: 50}[st]
-		if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: holds[i].ID, Status: st, CapturedMicros: captured, Now: t0}); err != nil {
+		if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: holds[i].ID, Status: st, CapturedMicros: captured, Now: t0}); err != nil {
 			t.Fatal(err)
 		}
 		check("settle " + st)

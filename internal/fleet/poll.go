@@ -32,8 +32,8 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 	prof, _ := json.Marshal(req.Profile)
 	h := &host{id: hostID, protocol: req.ProtocolVersion, driver: req.Driver, profile: req.Profile, profJSON: prof,
 		capacity: gpusAttachable(declaredShare(req.Capacity, enrolled), req.ProtocolVersion), lastSeen: c.clk.Now(), cancelSent: map[string]time.Time{}, enrolled: enrolled}
-	h.lease.Lock()
-	defer h.lease.Unlock()
+	h.pollMu.Lock()
+	defer h.pollMu.Unlock()
 	c.mu.Lock()
 	c.hosts[hostID] = h
 	c.mu.Unlock()
@@ -41,7 +41,7 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 	if _, err := c.reconcile(ctx, h, req.Running); err != nil {
 		return nil, err
 	}
-	// Registration answers no cancels: the first lease must send them, so
+	// Registration answers no cancels: the first poll must send them, so
 	// none counts as sent yet.
 	clear(h.cancelSent)
 	c.storeSeen(ctx, h)
@@ -55,7 +55,7 @@ func (c *Controller) Register(ctx context.Context, token string, req *agentproto
 // Lease answers a host's request for work: attempts that fit its free
 // capacity, and the attempts it runs that it must stop. With nothing to say
 // it waits, up to req.WaitS (capped at the heartbeat interval), for a Wake.
-func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.LeaseRequest) (*agentproto.LeaseResponse, error) {
+func (c *Controller) Poll(ctx context.Context, token string, req *agentproto.PollRequest) (*agentproto.PollResponse, error) {
 	hostID, enrolled, err := c.hostForToken(ctx, token)
 	if err != nil {
 		return nil, err
@@ -67,8 +67,8 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 	if h == nil {
 		return nil, errUnknownHost
 	}
-	h.lease.Lock()
-	defer h.lease.Unlock()
+	h.pollMu.Lock()
+	defer h.pollMu.Unlock()
 	if enrolled != nil {
 		h.enrolled = enrolled // its state as of this request: a drain is heard here
 	}
@@ -94,20 +94,20 @@ func (c *Controller) Lease(ctx context.Context, token string, req *agentproto.Le
 			// The free capacity is the controller's own view, not the
 			// request's: a long poll outlives the free capacity the host
 			// had when it asked, and a slot freed by an attempt that ended
-			// during the poll must be refilled now, not at the next lease.
+			// during the poll must be refilled now, not at the next poll.
 			free := c.free(h, rec)
 			if asg, err = c.assign(ctx, h, free); err != nil {
 				return nil, err
 			}
 		}
 		if len(asg) > 0 || len(cancel) > 0 {
-			return &agentproto.LeaseResponse{Assignments: asg, Cancel: cancel}, nil
+			return &agentproto.PollResponse{Assignments: asg, Cancel: cancel}, nil
 		}
 		select {
 		case <-woken:
 		case <-deadline.C:
 			c.seen(ctx, h)
-			return &agentproto.LeaseResponse{Assignments: []agentproto.Assignment{}, Cancel: []string{}}, nil
+			return &agentproto.PollResponse{Assignments: []agentproto.Assignment{}, Cancel: []string{}}, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

@@ -39,6 +39,7 @@ func Catalog() []Page {
 		p("hosting", "hosting.md"),
 		p("scaling", "scaling.md"),
 		p("security", "security.md"),
+		p("architecture", "architecture.md"),
 		p("changelog", "changelog.md"),
 		p("bench", "bench.md"),
 	}

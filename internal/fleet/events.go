@@ -58,7 +58,7 @@ func (c *Controller) Event(ctx context.Context, token, attemptID string, ev *age
 			// registers again says otherwise.
 			ev.Outcome.InferStartFailed(agentproto.MinProtocolVersion)
 		}
-		err = c.jobs.AttemptFinished(ctx, a, ev.Outcome, ev.Progress, ev.OutputTail)
+		err = c.jobs.AttemptFinished(ctx, a, jobOutcome(ev.Outcome), ev.Progress, ev.OutputTail)
 		if err == nil {
 			c.log.Debug("attempt finished", "attempt_id", a.ID, "job_id", a.JobID, "exit_code", ev.Outcome.ExitCode,
 				"host_error", ev.Outcome.HostError)

@@ -238,7 +238,7 @@ func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capaci
 			// The platform cannot describe the task (its revision is
 			// gone): a host error, requeued free up to the cap.
 			c.log.Error("cannot build assignment", "attempt_id", a.ID, "job_id", a.JobID, "err", err)
-			if ferr := c.jobs.AttemptFinished(ctx, a, &agentproto.Outcome{HostError: "the task's revision cannot be loaded"}, nil, ""); ferr != nil {
+			if ferr := c.jobs.AttemptFinished(ctx, a, &job.Outcome{HostError: "the task's revision cannot be loaded"}, nil, ""); ferr != nil {
 				c.log.Error("record assignment failure", "attempt_id", a.ID, "err", ferr)
 			}
 			continue

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
-	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -688,7 +688,7 @@ func testQuotes(t *testing.T, f *fixture) {
 
 // runAttempt claims the next queued task, starts it and ends it with
 // outcome o lasting d, through the job service as the dispatcher would.
-func runAttempt(t *testing.T, f *fixture, jobID string, d time.Duration, o agentproto.Outcome) *store.Attempt {
+func runAttempt(t *testing.T, f *fixture, jobID string, d time.Duration, o job.Outcome) *store.Attempt {
 	t.Helper()
 	ctx := t.Context()
 	a := claimAttempt(t, f, jobID)
@@ -718,8 +718,8 @@ func claimAttempt(t *testing.T, f *fixture, jobID string) *store.Attempt {
 }
 
 var (
-	succeed = agentproto.Outcome{ExitCode: 0, Result: json.RawMessage(`{"ok":true}`)}
-	fail    = agentproto.Outcome{ExitCode: 1, Stderr: "boom"}
+	succeed = job.Outcome{ExitCode: 0, Result: json.RawMessage(`{"ok":true}`)}
+	fail    = job.Outcome{ExitCode: 1, Stderr: "boom"}
 )
 
 // A job run to its end: each attempt is metered per second (at least 60,
@@ -819,7 +819,7 @@ func testSettlementCapturedAndReleased(t *testing.T, f *fixture) {
 	c := f.member
 	// A 60 s timeout and a run to it: the hold is used in full.
 	full := submitJob(t, c, map[string]any{"timeout_s": 60})
-	runAttempt(t, f, full.ID, 75*time.Second, agentproto.Outcome{ExitCode: 137, TimedOut: true})
+	runAttempt(t, f, full.ID, 75*time.Second, job.Outcome{ExitCode: 137, TimedOut: true})
 	b := billingOf(t, getJob(t, c, full.ID).Summary)
 	if b.Hold.Status != "captured" || b.Hold.CapturedUSD != 563 || b.Cost.BilledSeconds != 60 || b.Cost.ChargedUSD != 563 {
 		t.Errorf("timed out job: got hold %+v cost %+v, want captured 0.000563 for 60 s", b.Hold, b.Cost)

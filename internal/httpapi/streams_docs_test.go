@@ -16,9 +16,9 @@ import (
 	"github.com/yuin/goldmark/text"
 
 	"github.com/skiffhq/skiff/docs"
-	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/testenv"
 )
@@ -93,7 +93,7 @@ func runHello(t *testing.T, f *fixture) bool {
 		err = f.e.Jobs.AttemptProgress(ctx, a, json.RawMessage(`{"done":0,"total":1}`), "hello, Ada\n")
 	}
 	if err == nil {
-		o := agentproto.Outcome{Result: json.RawMessage(`{"greeting":"hello, Ada"}`), Stdout: "hello, Ada\n",
+		o := job.Outcome{Result: json.RawMessage(`{"greeting":"hello, Ada"}`), Stdout: "hello, Ada\n",
 			StartedAt: start, EndedAt: start.Add(time.Second)}
 		err = f.e.Jobs.AttemptFinished(ctx, a, &o, nil, "hello, Ada\n")
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
@@ -20,7 +19,7 @@ import (
 // billedRun is one attempt of a test: the outcome the host reports, how long
 // the controller saw it run, and how long the host says it ran.
 type billedRun struct {
-	outcome  agentproto.Outcome
+	outcome  job.Outcome
 	observed time.Duration // between the started and finished reports
 	reported time.Duration // the host's runtime (0: observed)
 }
@@ -137,20 +136,20 @@ func equalInts(a, b []int64) bool {
 // sandbox that failed to start) are free; a cancel bills the runtime used;
 // a host's runtime report is believed only within what the controller saw.
 func TestBilledEnds(t *testing.T) {
-	succeed := agentproto.Outcome{Result: json.RawMessage(`{"ok":true}`)}
+	succeed := job.Outcome{Result: json.RawMessage(`{"ok":true}`)}
 	cases := []struct {
 		name     string
 		runs     []billedRun
 		wantSecs []int64
 	}{
-		{"exit 137 by the runner", []billedRun{{outcome: agentproto.Outcome{ExitCode: 137}, observed: 90 * time.Second},
+		{"exit 137 by the runner", []billedRun{{outcome: job.Outcome{ExitCode: 137}, observed: 90 * time.Second},
 			{outcome: succeed, observed: 10 * time.Second}}, []int64{90, 60}},
-		{"oom kill", []billedRun{{outcome: agentproto.Outcome{ExitCode: 137, OOMKilled: true}, observed: 150 * time.Second},
+		{"oom kill", []billedRun{{outcome: job.Outcome{ExitCode: 137, OOMKilled: true}, observed: 150 * time.Second},
 			{outcome: succeed, observed: 61 * time.Second}}, []int64{150, 61}},
-		{"declared infra", []billedRun{{outcome: agentproto.Outcome{ExitCode: 1, FailureClass: "infra", Result: json.RawMessage(`{"failure_class":"infra"}`)}, observed: 5 * time.Second},
+		{"declared infra", []billedRun{{outcome: job.Outcome{ExitCode: 1, FailureClass: "infra", Result: json.RawMessage(`{"failure_class":"infra"}`)}, observed: 5 * time.Second},
 			{outcome: succeed, observed: 70 * time.Second}}, []int64{60, 70}},
-		{"the platform's ends are free", []billedRun{{outcome: agentproto.Outcome{HostError: "host shut down while the attempt ran", Killed: true}, observed: 300 * time.Second},
-			{outcome: agentproto.Outcome{SandboxError: "runsc: cannot start", ExitCode: 128}, observed: 2 * time.Second},
+		{"the platform's ends are free", []billedRun{{outcome: job.Outcome{HostError: "host shut down while the attempt ran", Killed: true}, observed: 300 * time.Second},
+			{outcome: job.Outcome{SandboxError: "runsc: cannot start", ExitCode: 128}, observed: 2 * time.Second},
 			{outcome: succeed, observed: 10 * time.Second}}, []int64{0, 0, 60}},
 		{"a host claiming more than was observed", []billedRun{{outcome: succeed, observed: 120 * time.Second, reported: 7 * 24 * time.Hour}}, []int64{120}},
 		{"a host claiming far less than was observed", []billedRun{{outcome: succeed, observed: 2 * time.Hour, reported: time.Second}}, []int64{int64((2*time.Hour - job.ReportSlack) / time.Second)}},
@@ -212,7 +211,7 @@ func TestBilledRequeuesGrowTheHold(t *testing.T) {
 		}
 		held := billing.AttemptEstimate(j.RateMicrosPerHour, 600)
 		for i := range 2 {
-			runBilled(t, b, billedRun{outcome: agentproto.Outcome{ExitCode: 137}, observed: 300 * time.Second})
+			runBilled(t, b, billedRun{outcome: job.Outcome{ExitCode: 137}, observed: 300 * time.Second})
 			h, err := b.store.HoldGetByJob(ctx, j.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -235,7 +234,7 @@ func TestBilledRequeuesGrowTheHold(t *testing.T) {
 			t.Errorf("%d attempt.infra_requeued events say the hold grew, want 2", grown)
 		}
 		// The third attempt runs the whole cap, which the hold still covers.
-		runBilled(t, b, billedRun{outcome: agentproto.Outcome{Result: json.RawMessage(`{}`)}, observed: 600 * time.Second})
+		runBilled(t, b, billedRun{outcome: job.Outcome{Result: json.RawMessage(`{}`)}, observed: 600 * time.Second})
 		moneyOf(t, b, j.ID, []int64{300, 300, 600})
 	})
 }
@@ -261,7 +260,7 @@ func TestBilledRequeueStopsWhenTheBalanceCannotCoverIt(t *testing.T) {
 			EntryType: "test_adjustment", AmountMicros: 10 - bal.AvailableMicros(), Now: b.clock.Now()}); err != nil {
 			t.Fatal(err)
 		}
-		a := runBilled(t, b, billedRun{outcome: agentproto.Outcome{ExitCode: 137, Result: json.RawMessage(`{"partial":1}`)}, observed: 300 * time.Second})
+		a := runBilled(t, b, billedRun{outcome: job.Outcome{ExitCode: 137, Result: json.RawMessage(`{"partial":1}`)}, observed: 300 * time.Second})
 
 		got, err := b.store.JobGetByID(ctx, j.ID)
 		if err != nil {
@@ -308,7 +307,7 @@ func TestRunPastTheHintIsCharged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		runBilled(t, b, billedRun{outcome: agentproto.Outcome{Result: json.RawMessage(`{}`)}, observed: 1800 * time.Second})
+		runBilled(t, b, billedRun{outcome: job.Outcome{Result: json.RawMessage(`{}`)}, observed: 1800 * time.Second})
 		if got := moneyOf(t, b, j.ID, []int64{1800}); got != cost(j.RateMicrosPerHour, 1800) {
 			t.Errorf("charged %d, want the 1800 s metered, %d", got, cost(j.RateMicrosPerHour, 1800))
 		}

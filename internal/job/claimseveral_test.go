@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
@@ -109,7 +108,7 @@ func TestConcurrentClaimsAndReportsRunEachTaskOnce(t *testing.T) {
 		}
 		j := fanOut(t, b, n)
 		start := time.Now()
-		outcome := &agentproto.Outcome{ExitCode: 0, StartedAt: start, EndedAt: start.Add(2 * time.Second), Result: json.RawMessage(`{"ok":true}`)}
+		outcome := &job.Outcome{ExitCode: 0, StartedAt: start, EndedAt: start.Add(2 * time.Second), Result: json.RawMessage(`{"ok":true}`)}
 		var mu sync.Mutex
 		var failures []error
 		fail := func(err error) {

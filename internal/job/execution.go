@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
-	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job/submit"
@@ -187,7 +186,7 @@ func (s *Service) AttemptLost(ctx context.Context, a *store.Attempt, reason stri
 // retry, free requeue or failure, as Classify decides) and, when that was
 // the job's last open task, ends the job: completed, partial or failed, with
 // its summary. store.ErrConflict when the attempt already ended.
-func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agentproto.Outcome, progress json.RawMessage, tail string) error {
+func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *Outcome, progress json.RawMessage, tail string) error {
 	// The job row is read only when something here needs more than its
 	// cached submission and the attempt's rate: a big fan-out's row holds
 	// every item, and reading it for each finished task was a tenth of the
@@ -242,7 +241,7 @@ func (s *Service) AttemptFinished(ctx context.Context, a *store.Attempt, o *agen
 // *holdShortError (nothing recorded) when the hold could not cover a
 // requeue.
 func (s *Service) recordEnd(ctx context.Context, a *store.Attempt, t *store.Task, j *store.Job, sub *submit.Submission,
-	o *agentproto.Outcome, d Decision, ran time.Duration, progress json.RawMessage, tail string, now time.Time) error {
+	o *Outcome, d Decision, ran time.Duration, progress json.RawMessage, tail string, now time.Time) error {
 	var err error
 	p := &store.AttemptFinishParams{
 		AttemptID: a.ID, Status: d.Attempt, TerminalKind: d.TerminalKind, RetryDecision: d.RetryDecision,
@@ -285,7 +284,7 @@ func (s *Service) recordEnd(ctx context.Context, a *store.Attempt, t *store.Task
 			p.Result = o.Result
 		}
 		if o.ResultArtifactID != "" {
-			// Too large to keep inline (agentproto.ResultInlineMaxBytes):
+			// Too large to keep inline (the host protocol's inline limit):
 			// the result names the artifact that holds it.
 			p.Result, _ = json.Marshal(SpilledResult{Spilled: true, ArtifactID: o.ResultArtifactID, Filename: "result.json"})
 		}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
@@ -53,7 +52,7 @@ func benchFanOut(b *testing.B, slots int) {
 		}
 		admit := time.Since(start)
 		start = time.Now()
-		outcome := &agentproto.Outcome{ExitCode: 0, StartedAt: start, EndedAt: start.Add(time.Second), Result: json.RawMessage(`{"ok":true}`)}
+		outcome := &job.Outcome{ExitCode: 0, StartedAt: start, EndedAt: start.Add(time.Second), Result: json.RawMessage(`{"ok":true}`)}
 		for done := 0; done < n; {
 			claimed, err := bd.svc.ClaimSeveral(b.Context(), func(prev []job.Claimed) *store.TaskClaimParams {
 				if len(prev) >= slots {

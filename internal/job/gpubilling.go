@@ -1,7 +1,6 @@
 package job
 
 import (
-	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/store"
 )
@@ -11,7 +10,7 @@ import (
 // was claimed with: a task pays for a GPU only if its sandbox had one
 // (docs/gpus.md). Hosts attach all or none, so any shortfall drops the
 // whole GPU share.
-func (s *Service) gpuHonestRate(a *store.Attempt, j *store.Job, o *agentproto.Outcome) int64 {
+func (s *Service) gpuHonestRate(a *store.Attempt, j *store.Job, o *Outcome) int64 {
 	rate := attemptRate(a, j)
 	if a.GPUs <= 0 || int64(o.GPUsAttached) >= a.GPUs {
 		return rate

@@ -3,7 +3,6 @@ package job
 import (
 	"time"
 
-	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -24,7 +23,7 @@ const ReportSlack = 15 * time.Minute
 // the host's report is never believed above it, nor below it by more than
 // ReportSlack. trusted says whether the host's report was inside those
 // bounds (a report outside them is worth a warning in the log).
-func meteredRuntime(a *store.Attempt, o *agentproto.Outcome, now time.Time) (runtime time.Duration, trusted bool) {
+func meteredRuntime(a *store.Attempt, o *Outcome, now time.Time) (runtime time.Duration, trusted bool) {
 	start := a.AssignedAt
 	if a.StartedAt != nil {
 		start = *a.StartedAt

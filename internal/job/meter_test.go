@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -34,7 +33,7 @@ func TestMeteredRuntime(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			a := &store.Attempt{AssignedAt: assigned, StartedAt: c.started}
-			o := &agentproto.Outcome{StartedAt: hostStart, EndedAt: hostStart.Add(c.host)}
+			o := &Outcome{StartedAt: hostStart, EndedAt: hostStart.Add(c.host)}
 			got, trusted := meteredRuntime(a, o, started.Add(c.received))
 			if got != c.want || trusted != c.trusted {
 				t.Errorf("got %s (trusted %v), want %s (trusted %v)", got, trusted, c.want, c.trusted)

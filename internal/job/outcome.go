@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -69,6 +68,46 @@ type Decision struct {
 	Message string
 }
 
+// Outcome is how an attempt ended, as the job service judges it: what its
+// host reported, translated from the wire (agentproto.Outcome) by fleet at
+// its edge, so that the job service knows nothing of the host protocol.
+type Outcome struct {
+	ExitCode  int
+	TimedOut  bool
+	OOMKilled bool
+	// Killed: stopped because the controller cancelled it.
+	Killed bool
+	// SandboxError is the sandbox runtime's error when it could not start
+	// or lost the runner.
+	SandboxError string
+	// StartFailed: the runner could not be started from the image.
+	StartFailed        bool
+	StartedAt, EndedAt time.Time
+	// Result is the structured result kept inline; ResultArtifactID the
+	// artifact a result too large to keep inline was spilled to.
+	Result           json.RawMessage
+	ResultArtifactID string
+	// Stdout is the head of stdout, Stderr the tail of stderr.
+	Stdout, Stderr string
+	// FailureClass is FailureClassInfra when the runner's result said its
+	// failure was the infrastructure's.
+	FailureClass string
+	// HostError is a failure of the host, StorageError the task's storage
+	// quota used up, ArtifactError a refused upload or a corrupt input.
+	HostError, StorageError, ArtifactError string
+	// GPUsAttached is how many GPUs the sandbox had: the GPU rate is
+	// billed for those only.
+	GPUsAttached int
+}
+
+// FailureClassInfra is a runner's declaration, in its result, that its
+// failure was the infrastructure's (the spec's failure_class "infra").
+const FailureClassInfra = "infra"
+
+// errorTailBytes is how much of stderr a task's error shows (spec 2.5: the
+// last ~1000 characters).
+const errorTailBytes = 1000
+
 // Classify decides what an attempt's outcome means for its task (spec 2.10
 // and 3.1) and whether it is billed; ran is its metered runtime
 // (meteredRuntime). Exit 0 succeeds. Exit 137 or an out-of-memory kill, and
@@ -80,7 +119,7 @@ type Decision struct {
 // budget (up to MaxInfraRequeues) and free. Any other failure, a timeout
 // included, is billed and retries while max_retries allows, then fails the
 // task.
-func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome, ran time.Duration) Decision {
+func Classify(t *store.Task, maxRetries int, o *Outcome, ran time.Duration) Decision {
 	d := Decision{RetriesUsed: t.RetriesUsed, InfraRequeues: t.InfraRequeues, DeclaredInfra: t.DeclaredInfra, Billed: true}
 	requeue := func(status store.AttemptStatus, kind, event string) Decision {
 		if d.InfraRequeues >= MaxInfraRequeues {
@@ -153,7 +192,7 @@ func Classify(t *store.Task, maxRetries int, o *agentproto.Outcome, ran time.Dur
 		d.Attempt, d.TerminalKind, d.RetryDecision = store.AttemptSucceeded, "exit", "none"
 		d.Task, d.Event = store.TaskSucceeded, "attempt.succeeded"
 		return d
-	case o.FailureClass == agentproto.FailureClassInfra && !o.TimedOut && d.DeclaredInfra < MaxDeclaredInfraRequeues:
+	case o.FailureClass == FailureClassInfra && !o.TimedOut && d.DeclaredInfra < MaxDeclaredInfraRequeues:
 		d.DeclaredInfra++
 		d.Attempt, d.TerminalKind, d.RetryDecision = store.AttemptInfra, "infra_declared", "requeue_free"
 		d.Task, d.Event = store.TaskQueued, "attempt.infra_requeued"
@@ -187,8 +226,8 @@ func stopRequeue(d Decision, t *store.Task, msg string) Decision {
 // lostOutcome is the outcome recorded for an attempt that the controller
 // gave up on: its host vanished, or no longer runs it, or the controller
 // restarted under it.
-func lostOutcome(reason string) *agentproto.Outcome {
-	return &agentproto.Outcome{HostError: reason}
+func lostOutcome(reason string) *Outcome {
+	return &Outcome{HostError: reason}
 }
 
 // FailurePayload is the machine-readable result of a task that failed for
@@ -204,7 +243,7 @@ type FailurePayload struct {
 
 // failurePayload describes how a task failed, for its result; msg, when
 // set, replaces the message kind implies.
-func failurePayload(kind, msg string, o *agentproto.Outcome, command []string, cwd string, timeoutS int64) json.RawMessage {
+func failurePayload(kind, msg string, o *Outcome, command []string, cwd string, timeoutS int64) json.RawMessage {
 	p := FailurePayload{FailureKind: kind, Command: command, Cwd: cwd}
 	if command == nil {
 		p.Command = []string{}
@@ -241,11 +280,11 @@ func failurePayload(kind, msg string, o *agentproto.Outcome, command []string, c
 
 // combined is the end of the attempt's stdout and stderr, for the failure
 // payload: stderr last, since that is where runners say why they failed.
-func combined(o *agentproto.Outcome) string {
+func combined(o *Outcome) string {
 	var b strings.Builder
 	stdout := o.Stdout
-	if len(stdout) > agentproto.StderrTailBytes {
-		stdout = stdout[len(stdout)-agentproto.StderrTailBytes:]
+	if len(stdout) > errorTailBytes {
+		stdout = stdout[len(stdout)-errorTailBytes:]
 	}
 	b.WriteString(stdout)
 	if stdout != "" && o.Stderr != "" && !strings.HasSuffix(stdout, "\n") {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -22,7 +21,7 @@ func TestClassify(t *testing.T) {
 		name       string
 		task       counters
 		maxRetries int
-		outcome    agentproto.Outcome
+		outcome    Outcome
 		ran        time.Duration
 		attempt    store.AttemptStatus
 		taskTo     store.TaskStatus
@@ -32,30 +31,30 @@ func TestClassify(t *testing.T) {
 		after      counters
 		billed     bool
 	}{
-		{"exit 0 succeeds", counters{}, 0, agentproto.Outcome{}, long, store.AttemptSucceeded, store.TaskSucceeded, "none", "attempt.succeeded", "", counters{}, true},
-		{"exit 0 with failure_class infra still succeeds", counters{}, 0, agentproto.Outcome{FailureClass: "infra"}, long, store.AttemptSucceeded, store.TaskSucceeded, "none", "attempt.succeeded", "", counters{}, true},
-		{"exit 1 retries while budget lasts", counters{}, 2, agentproto.Outcome{ExitCode: 1}, long, store.AttemptFailed, store.TaskQueued, "retry", "attempt.retried", "", counters{retries: 1}, true},
-		{"exit 1 fails when budget spent", counters{retries: 2}, 2, agentproto.Outcome{ExitCode: 1}, long, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureExit, counters{retries: 2}, true},
-		{"timeout uses the budget", counters{}, 1, agentproto.Outcome{ExitCode: 137, TimedOut: true}, long, store.AttemptFailed, store.TaskQueued, "retry", "attempt.retried", "", counters{retries: 1}, true},
-		{"timeout fails", counters{}, 0, agentproto.Outcome{ExitCode: 137, TimedOut: true}, long, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureTimeout, counters{}, true},
-		{"exit 137 requeues without a retry, billed", counters{retries: 1}, 1, agentproto.Outcome{ExitCode: 137}, long, store.AttemptInfra, store.TaskQueued, "requeue_free", "attempt.infra_requeued", "", counters{retries: 1, infra: 1}, true},
-		{"a short exit 137 is billed too", counters{}, 0, agentproto.Outcome{ExitCode: 137}, short, store.AttemptInfra, store.TaskQueued, "requeue_free", "attempt.infra_requeued", "", counters{infra: 1}, true},
-		{"oom requeues without a retry, billed", counters{}, 0, agentproto.Outcome{ExitCode: 137, OOMKilled: true}, long, store.AttemptInfra, store.TaskQueued, "requeue_free", "attempt.infra_requeued", "", counters{infra: 1}, true},
-		{"oom with a sandbox error is an oom", counters{}, 0, agentproto.Outcome{ExitCode: 137, OOMKilled: true, SandboxError: "oom"}, long, store.AttemptInfra, store.TaskQueued, "requeue_free", "attempt.infra_requeued", "", counters{infra: 1}, true},
-		{"exit 137 past the cap fails, billed", counters{infra: MaxInfraRequeues}, 3, agentproto.Outcome{ExitCode: 137}, long, store.AttemptInfra, store.TaskFailed, "none", "attempt.failed", FailureInfraLimit, counters{infra: MaxInfraRequeues}, true},
-		{"host shut down under it: lost and free", counters{}, 0, agentproto.Outcome{HostError: "shutdown", Killed: true}, long, store.AttemptLost, store.TaskQueued, "requeue_free", "attempt.lost", "", counters{infra: 1}, false},
-		{"host error: lost and free", counters{}, 0, agentproto.Outcome{HostError: "prepare image: no space"}, short, store.AttemptLost, store.TaskQueued, "requeue_free", "attempt.lost", "", counters{infra: 1}, false},
-		{"host error past the cap fails, free", counters{infra: MaxInfraRequeues}, 0, agentproto.Outcome{HostError: "gone"}, short, store.AttemptLost, store.TaskFailed, "none", "attempt.failed", FailureInfraLimit, counters{infra: MaxInfraRequeues}, false},
-		{"a missing command fails without a free requeue, free", counters{}, 0, agentproto.Outcome{SandboxError: "starting sandbox: creating process: failed to load /nope: no such file or directory", StartFailed: true, ExitCode: 128}, short, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureStart, counters{}, false},
-		{"a missing command uses a retry, free", counters{}, 1, agentproto.Outcome{SandboxError: "creating process: failed to load /x: permission denied", StartFailed: true, ExitCode: 128}, short, store.AttemptFailed, store.TaskQueued, "retry", "attempt.retried", "", counters{retries: 1}, false},
-		{"sandbox failed to start: lost and free", counters{}, 0, agentproto.Outcome{SandboxError: "runsc died", ExitCode: -1}, short, store.AttemptLost, store.TaskQueued, "requeue_free", "attempt.lost", "", counters{infra: 1}, false},
-		{"sandbox died after the runner ran: requeued, billed", counters{}, 0, agentproto.Outcome{SandboxError: "runsc died", ExitCode: -1}, long, store.AttemptInfra, store.TaskQueued, "requeue_free", "attempt.infra_requeued", "", counters{infra: 1}, true},
-		{"killed, not by a timeout or the runner: the platform's, free", counters{}, 0, agentproto.Outcome{Killed: true, ExitCode: 137}, long, store.AttemptLost, store.TaskQueued, "requeue_free", "attempt.lost", "", counters{infra: 1}, false},
-		{"declared infra requeues without a retry, billed", counters{declared: 2}, 0, agentproto.Outcome{ExitCode: 1, FailureClass: "infra"}, long, store.AttemptInfra, store.TaskQueued, "requeue_free", "attempt.infra_requeued", "", counters{declared: 3}, true},
-		{"declared infra past 3 uses the budget", counters{declared: 3}, 1, agentproto.Outcome{ExitCode: 1, FailureClass: "infra"}, long, store.AttemptFailed, store.TaskQueued, "retry", "attempt.retried", "", counters{declared: 3, retries: 1}, true},
-		{"declared infra past 3 and no budget fails", counters{declared: 3}, 0, agentproto.Outcome{ExitCode: 1, FailureClass: "infra"}, long, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureExit, counters{declared: 3}, true},
-		{"rejected uploads fail the task, billed", counters{}, 2, agentproto.Outcome{ArtifactError: "upload escapes"}, long, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureArtifact, counters{}, true},
-		{"storage used up fails without a retry, billed", counters{}, 2, agentproto.Outcome{ExitCode: 1, StorageError: "the task used up its storage quota"}, long, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureStorage, counters{}, true},
+		{"exit 0 succeeds", counters{}, 0, Outcome{}, long, store.AttemptSucceeded, store.TaskSucceeded, "none", "attempt.succeeded", "", counters{}, true},
+		{"exit 0 with failure_class infra still succeeds", counters{}, 0, Outcome{FailureClass: "infra"}, long, store.AttemptSucceeded, store.TaskSucceeded, "none", "attempt.succeeded", "", counters{}, true},
+		{"exit 1 retries while budget lasts", counters{}, 2, Outcome{ExitCode: 1}, long, store.AttemptFailed, store.TaskQueued, "retry", "attempt.retried", "", counters{retries: 1}, true},
+		{"exit 1 fails when budget spent", counters{retries: 2}, 2, Outcome{ExitCode: 1}, long, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureExit, counters{retries: 2}, true},
+		{"timeout uses the budget", counters{}, 1, Outcome{ExitCode: 137, TimedOut: true}, long, store.AttemptFailed, store.TaskQueued, "retry", "attempt.retried", "", counters{retries: 1}, true},
+		{"timeout fails", counters{}, 0, Outcome{ExitCode: 137, TimedOut: true}, long, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureTimeout, counters{}, true},
+		{"exit 137 requeues without a retry, billed", counters{retries: 1}, 1, Outcome{ExitCode: 137}, long, store.AttemptInfra, store.TaskQueued, "requeue_free", "attempt.infra_requeued", "", counters{retries: 1, infra: 1}, true},
+		{"a short exit 137 is billed too", counters{}, 0, Outcome{ExitCode: 137}, short, store.AttemptInfra, store.TaskQueued, "requeue_free", "attempt.infra_requeued", "", counters{infra: 1}, true},
+		{"oom requeues without a retry, billed", counters{}, 0, Outcome{ExitCode: 137, OOMKilled: true}, long, store.AttemptInfra, store.TaskQueued, "requeue_free", "attempt.infra_requeued", "", counters{infra: 1}, true},
+		{"oom with a sandbox error is an oom", counters{}, 0, Outcome{ExitCode: 137, OOMKilled: true, SandboxError: "oom"}, long, store.AttemptInfra, store.TaskQueued, "requeue_free", "attempt.infra_requeued", "", counters{infra: 1}, true},
+		{"exit 137 past the cap fails, billed", counters{infra: MaxInfraRequeues}, 3, Outcome{ExitCode: 137}, long, store.AttemptInfra, store.TaskFailed, "none", "attempt.failed", FailureInfraLimit, counters{infra: MaxInfraRequeues}, true},
+		{"host shut down under it: lost and free", counters{}, 0, Outcome{HostError: "shutdown", Killed: true}, long, store.AttemptLost, store.TaskQueued, "requeue_free", "attempt.lost", "", counters{infra: 1}, false},
+		{"host error: lost and free", counters{}, 0, Outcome{HostError: "prepare image: no space"}, short, store.AttemptLost, store.TaskQueued, "requeue_free", "attempt.lost", "", counters{infra: 1}, false},
+		{"host error past the cap fails, free", counters{infra: MaxInfraRequeues}, 0, Outcome{HostError: "gone"}, short, store.AttemptLost, store.TaskFailed, "none", "attempt.failed", FailureInfraLimit, counters{infra: MaxInfraRequeues}, false},
+		{"a missing command fails without a free requeue, free", counters{}, 0, Outcome{SandboxError: "starting sandbox: creating process: failed to load /nope: no such file or directory", StartFailed: true, ExitCode: 128}, short, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureStart, counters{}, false},
+		{"a missing command uses a retry, free", counters{}, 1, Outcome{SandboxError: "creating process: failed to load /x: permission denied", StartFailed: true, ExitCode: 128}, short, store.AttemptFailed, store.TaskQueued, "retry", "attempt.retried", "", counters{retries: 1}, false},
+		{"sandbox failed to start: lost and free", counters{}, 0, Outcome{SandboxError: "runsc died", ExitCode: -1}, short, store.AttemptLost, store.TaskQueued, "requeue_free", "attempt.lost", "", counters{infra: 1}, false},
+		{"sandbox died after the runner ran: requeued, billed", counters{}, 0, Outcome{SandboxError: "runsc died", ExitCode: -1}, long, store.AttemptInfra, store.TaskQueued, "requeue_free", "attempt.infra_requeued", "", counters{infra: 1}, true},
+		{"killed, not by a timeout or the runner: the platform's, free", counters{}, 0, Outcome{Killed: true, ExitCode: 137}, long, store.AttemptLost, store.TaskQueued, "requeue_free", "attempt.lost", "", counters{infra: 1}, false},
+		{"declared infra requeues without a retry, billed", counters{declared: 2}, 0, Outcome{ExitCode: 1, FailureClass: "infra"}, long, store.AttemptInfra, store.TaskQueued, "requeue_free", "attempt.infra_requeued", "", counters{declared: 3}, true},
+		{"declared infra past 3 uses the budget", counters{declared: 3}, 1, Outcome{ExitCode: 1, FailureClass: "infra"}, long, store.AttemptFailed, store.TaskQueued, "retry", "attempt.retried", "", counters{declared: 3, retries: 1}, true},
+		{"declared infra past 3 and no budget fails", counters{declared: 3}, 0, Outcome{ExitCode: 1, FailureClass: "infra"}, long, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureExit, counters{declared: 3}, true},
+		{"rejected uploads fail the task, billed", counters{}, 2, Outcome{ArtifactError: "upload escapes"}, long, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureArtifact, counters{}, true},
+		{"storage used up fails without a retry, billed", counters{}, 2, Outcome{ExitCode: 1, StorageError: "the task used up its storage quota"}, long, store.AttemptFailed, store.TaskFailed, "none", "attempt.failed", FailureStorage, counters{}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

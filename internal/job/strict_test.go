@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -33,7 +33,7 @@ func TestStrictCompleteFailsBeforeAnySuccess(t *testing.T) {
 	if err := bd.svc.AttemptStarted(t.Context(), a, now); err != nil {
 		t.Fatal(err)
 	}
-	failed := &agentproto.Outcome{ExitCode: 2, StartedAt: now, EndedAt: now.Add(time.Second), Result: json.RawMessage(`null`)}
+	failed := &job.Outcome{ExitCode: 2, StartedAt: now, EndedAt: now.Add(time.Second), Result: json.RawMessage(`null`)}
 	if err := bd.svc.AttemptFinished(t.Context(), a, failed, nil, ""); err != nil {
 		t.Fatal(err)
 	}

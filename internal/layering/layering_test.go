@@ -228,6 +228,11 @@ var boundaries = []boundary{
 			module + "/internal/httpapi/...", module + "/internal/server/...", module + "/internal/auth/..."},
 		why: "the host side runs on machines the controller does not trust and reaches the controller only through agentproto; it never holds the store, money or other tenants' rows",
 	},
+	{
+		from: []string{module + "/internal/job/...", module + "/internal/billing/...", module + "/internal/project/..."},
+		deps: []string{module + "/internal/agentproto/...", module + "/internal/agent/...", module + "/internal/fleet/..."},
+		why:  "the job service, money and projects know nothing of hosts: fleet translates the host protocol into their terms at its edge",
+	},
 }
 
 // untested are the packages no rule holds, each with its reason.

@@ -1,3 +1,7 @@
+// Package s3blob keeps artifact bytes (and, with several controllers, build
+// contexts and images) in an S3-compatible bucket through minio-go: the
+// artifact.Blob behind --artifact-store s3://..., with signed URLs for
+// downloads.
 package s3blob
 
 import (

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/id"
+	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/store"
 )
@@ -95,7 +95,7 @@ func (w *Worker) Finish(tb testing.TB, d time.Duration, exit int, result, stdout
 	tb.Helper()
 	start := w.e.Clock.Now()
 	w.e.Clock.Advance(d)
-	o := agentproto.Outcome{ExitCode: exit, Stdout: stdout, Stderr: stderr, StartedAt: start, EndedAt: w.e.Clock.Now()}
+	o := job.Outcome{ExitCode: exit, Stdout: stdout, Stderr: stderr, StartedAt: start, EndedAt: w.e.Clock.Now()}
 	if result != "" {
 		o.Result = json.RawMessage(result)
 	}
@@ -136,7 +136,7 @@ func (w *Worker) Serve(ctx context.Context, interval time.Duration) error {
 			}
 			res, _ := json.Marshal(map[string]json.RawMessage{"echo": task.Payload})
 			out := fmt.Sprintf("ran %d\n", task.Index)
-			o := agentproto.Outcome{Result: res, Stdout: out, StartedAt: start, EndedAt: start.Add(time.Second)}
+			o := job.Outcome{Result: res, Stdout: out, StartedAt: start, EndedAt: start.Add(time.Second)}
 			if err := w.e.Jobs.AttemptFinished(ctx, a, &o, nil, out); err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/sched"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -39,7 +40,7 @@ func (h *host) gpuOnly() bool {
 }
 
 // draining reports whether the host must take nothing new (its operator
-// drained it). Guarded by h.lease.
+// drained it). Guarded by h.pollMu.
 func (h *host) draining() bool {
 	return h.enrolled != nil && h.enrolled.State != store.HostActive
 }
@@ -66,26 +67,22 @@ func (c *Controller) storeSeen(ctx context.Context, h *host) {
 	}
 }
 
-// placement bounds a claim by what the host is, as it said at
-// registration: the memory of its GPUs and its single-core score (its
-// measured profile) and the disk it lends a task (its declared share). A
-// task asking more of any of them is left to another host.
-func (h *host) placement(p *store.TaskClaimParams) {
+// offer is what h offers the claims of one poll: free, its free capacity
+// and slots, and what it is (placement: internal/sched).
+func (h *host) offer(free agentproto.Capacity) sched.Offer {
+	o := sched.Offer{CPU: free.CPU, MemoryMB: free.MemoryMB, GPUs: int64(free.GPUs), Slots: free.Slots,
+		StorageGB: h.capacity.StorageGB, SingleCoreScore: h.profile.SingleCoreScore, GPUOnly: h.gpuOnly()}
 	if h.capacity.GPUs > 0 {
-		p.GPUMemoryMB = h.profile.GPUMemoryMB
+		o.GPUMemoryMB = h.profile.GPUMemoryMB
 	}
-	p.StorageGB = h.capacity.StorageGB
-	p.SingleCoreScore = h.profile.SingleCoreScore
-	if h.gpuOnly() {
-		p.MinGPUs = 1
-	}
+	return o
 }
 
 // refreshEnrolled re-reads an enrolled host's record while its poll waits:
 // the operator may drain or remove it meanwhile, from another process
 // (`skiff admin drain-host`) that wakes no poll here, and a wake for new
 // work must not hand that work to a host drained since its request came.
-// Guarded by h.lease. On a store error the last record stands.
+// Guarded by h.pollMu. On a store error the last record stands.
 func (c *Controller) refreshEnrolled(ctx context.Context, h *host) {
 	cur, err := c.st.HostGet(ctx, h.id)
 	if err != nil {

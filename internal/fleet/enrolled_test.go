@@ -65,21 +65,21 @@ func TestScriptedEnrolledShareBoundsPlacement(t *testing.T) {
 			agentproto.Capacity{CPU: 8, MemoryMB: 32768, GPUs: 2, Slots: 4})
 		cpu2 := 2.0
 		big := s.submit(apiv1.JobSubmit{Requirements: &apiv1.JobRequirements{CPU: &cpu2}})
-		if got := h.lease(h.capacity, 0); len(got.Assignments) != 0 {
+		if got := h.poll(h.capacity, 0); len(got.Assignments) != 0 {
 			t.Fatalf("a host lending 1 CPU was given a 2-CPU task: %v", ids(got.Assignments))
 		}
 		mem := int64(2048)
 		s.submit(apiv1.JobSubmit{Requirements: &apiv1.JobRequirements{MemoryMB: &mem}})
-		if got := h.lease(h.capacity, 0); len(got.Assignments) != 0 {
+		if got := h.poll(h.capacity, 0); len(got.Assignments) != 0 {
 			t.Fatalf("a host lending 1 GiB was given a 2 GiB task: %v", ids(got.Assignments))
 		}
 		gpu := int64(1)
 		s.submit(apiv1.JobSubmit{Requirements: &apiv1.JobRequirements{GPUCount: &gpu}})
-		if got := h.lease(h.capacity, 0); len(got.Assignments) != 0 {
+		if got := h.poll(h.capacity, 0); len(got.Assignments) != 0 {
 			t.Fatalf("a host not permitted GPU work was given a GPU task: %v", ids(got.Assignments))
 		}
 		small := s.submit(apiv1.JobSubmit{})
-		got := h.lease(h.capacity, 0)
+		got := h.poll(h.capacity, 0)
 		if len(got.Assignments) != 1 || got.Assignments[0].JobID != small.ID {
 			t.Fatalf("the host got %+v, want only the 1-CPU task", got.Assignments)
 		}
@@ -102,18 +102,18 @@ func TestScriptedGPUOnlyHostTakesOnlyGPUWork(t *testing.T) {
 		gpuOnly, _ := s.enrolled(enroll.Spec{WorkKinds: "gpu", RatePercent: -1}, 4, 8, 1,
 			agentproto.Capacity{CPU: 4, MemoryMB: 8192, GPUs: 1, Slots: 4})
 		cpuJob := s.submit(apiv1.JobSubmit{})
-		if got := gpuOnly.lease(gpuOnly.capacity, 0); len(got.Assignments) != 0 {
+		if got := gpuOnly.poll(gpuOnly.capacity, 0); len(got.Assignments) != 0 {
 			t.Fatalf("a GPU-only host was given a CPU task: %v", ids(got.Assignments))
 		}
 		gpu := int64(1)
 		gpuJob := s.submit(apiv1.JobSubmit{Requirements: &apiv1.JobRequirements{GPUCount: &gpu}})
-		got := gpuOnly.lease(gpuOnly.capacity, 0)
+		got := gpuOnly.poll(gpuOnly.capacity, 0)
 		if len(got.Assignments) != 1 || got.Assignments[0].JobID != gpuJob.ID {
 			t.Fatalf("the GPU-only host got %+v, want only the GPU task", got.Assignments)
 		}
 		both, _ := s.enrolled(enroll.Spec{WorkKinds: "cpu,gpu", RatePercent: -1}, 4, 8, 1,
 			agentproto.Capacity{CPU: 4, MemoryMB: 8192, GPUs: 1, Slots: 4})
-		got = both.lease(both.capacity, 0)
+		got = both.poll(both.capacity, 0)
 		if len(got.Assignments) != 1 || got.Assignments[0].JobID != cpuJob.ID {
 			t.Fatalf("the cpu,gpu host got %+v, want the CPU task", got.Assignments)
 		}
@@ -140,7 +140,7 @@ func TestScriptedDrainAndRemove(t *testing.T) {
 		a, svc := s.enrolled(enroll.Spec{}, 2, 4, 0, claims)
 		b, _ := s.enrolled(enroll.Spec{}, 2, 4, 0, claims)
 		j1 := s.submit(apiv1.JobSubmit{})
-		got := a.lease(a.capacity, 0)
+		got := a.poll(a.capacity, 0)
 		if len(got.Assignments) != 1 {
 			t.Fatalf("a got %d assignments, want 1", len(got.Assignments))
 		}
@@ -150,10 +150,10 @@ func TestScriptedDrainAndRemove(t *testing.T) {
 			t.Fatal(err)
 		}
 		j2 := s.submit(apiv1.JobSubmit{})
-		if got := a.lease(a.capacity, 0); len(got.Assignments) != 0 {
+		if got := a.poll(a.capacity, 0); len(got.Assignments) != 0 {
 			t.Fatalf("a drained host was given %v", ids(got.Assignments))
 		}
-		if got := b.lease(b.capacity, 0); len(got.Assignments) != 1 || got.Assignments[0].JobID != j2.ID {
+		if got := b.poll(b.capacity, 0); len(got.Assignments) != 1 || got.Assignments[0].JobID != j2.ID {
 			t.Fatalf("the active host got %+v, want the new job's task", got.Assignments)
 		}
 		// The drained host's attempt finishes and is billed as usual.
@@ -166,7 +166,7 @@ func TestScriptedDrainAndRemove(t *testing.T) {
 
 		// b runs a task, then is removed: refused at once.
 		j3 := s.submit(apiv1.JobSubmit{})
-		got = b.lease(b.capacity, 0)
+		got = b.poll(b.capacity, 0)
 		if len(got.Assignments) != 1 || got.Assignments[0].JobID != j3.ID {
 			t.Fatalf("b got %+v, want j3's task", got.Assignments)
 		}
@@ -174,7 +174,7 @@ func TestScriptedDrainAndRemove(t *testing.T) {
 		if _, err := svc.Remove(context.Background(), b.id); err != nil {
 			t.Fatal(err)
 		}
-		_, err = b.leaseErr(b.capacity, 0)
+		_, err = b.pollErr(b.capacity, 0)
 		wantStatus(t, "lease of a removed host", err, http.StatusUnauthorized)
 		err = b.ctl.Report(context.Background(), &agentproto.AttemptEvent{AttemptID: orphan, HostID: b.id, Seq: 1,
 			Kind: agentproto.EventStarted, At: s.clk.Now()})
@@ -187,14 +187,14 @@ func TestScriptedDrainAndRemove(t *testing.T) {
 		c, _ := s.enrolled(enroll.Spec{}, 2, 4, 0, claims)
 		for range 4 {
 			s.clk.Advance(scriptedHeartbeat)
-			c.lease(agentproto.Capacity{}, 0)
-			a.lease(a.capacity, 0)
+			c.poll(agentproto.Capacity{}, 0)
+			a.poll(a.capacity, 0)
 		}
 		if err := s.ctrl.Sweep(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		// b ran j2's and j3's tasks: both are requeued.
-		got = c.lease(c.capacity, 0)
+		got = c.poll(c.capacity, 0)
 		jobs := map[string]bool{}
 		for _, asg := range got.Assignments {
 			jobs[asg.JobID] = true
@@ -217,7 +217,7 @@ func TestScriptedDrainDuringLongPoll(t *testing.T) {
 		h, svc := s.enrolled(enroll.Spec{}, 2, 4, 0, agentproto.Capacity{CPU: 2, MemoryMB: 4096, Slots: 2})
 		got := make(chan *agentproto.PollResponse, 1)
 		go func() {
-			resp, err := h.leaseErr(h.capacity, 3*time.Second)
+			resp, err := h.pollErr(h.capacity, 3*time.Second)
 			if err != nil {
 				t.Errorf("lease: %v", err)
 			}

@@ -26,7 +26,7 @@ func TestScriptedGPUs(t *testing.T) {
 		old.capacity.GPUs = 2
 		old.register()
 		j1 := gpuTask(0)
-		if got := old.lease(old.capacity, 0); len(got.Assignments) != 0 {
+		if got := old.poll(old.capacity, 0); len(got.Assignments) != 0 {
 			t.Fatalf("a host that cannot attach GPUs got %+v", got.Assignments)
 		}
 
@@ -35,7 +35,7 @@ func TestScriptedGPUs(t *testing.T) {
 		small.capacity.GPUs, small.profile = 1, agentproto.ResourceProfile{CPUCount: 8, MemoryTotalMB: 8192, GPUCount: 1, GPUMemoryMB: 24000}
 		small.register()
 		j2 := gpuTask(40000)
-		got := small.lease(small.capacity, 0)
+		got := small.poll(small.capacity, 0)
 		if len(got.Assignments) != 1 || got.Assignments[0].JobID != j1.ID || got.Assignments[0].GPUs != 1 {
 			t.Fatalf("small GPU host: got %+v, want only %s with 1 GPU", got.Assignments, j1.ID)
 		}
@@ -50,7 +50,7 @@ func TestScriptedGPUs(t *testing.T) {
 		big := s.host(2, 8)
 		big.capacity.GPUs, big.profile = 2, agentproto.ResourceProfile{CPUCount: 8, MemoryTotalMB: 8192, GPUCount: 2, GPUMemoryMB: 81559}
 		big.register()
-		got = big.lease(big.capacity, 0)
+		got = big.poll(big.capacity, 0)
 		if len(got.Assignments) != 1 || got.Assignments[0].JobID != j2.ID || got.Assignments[0].GPUs != 1 {
 			t.Fatalf("80 GB host: got %+v, want %s with 1 GPU", got.Assignments, j2.ID)
 		}

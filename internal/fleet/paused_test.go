@@ -27,7 +27,7 @@ func TestScriptedPausedHostGetsNoWork(t *testing.T) {
 		if len(resp.Assignments) != 0 {
 			t.Fatalf("a paused host was given %v", ids(resp.Assignments))
 		}
-		got := h.lease(h.capacity, 0)
+		got := h.poll(h.capacity, 0)
 		if len(got.Assignments) != 1 || got.Assignments[0].StorageGB != storage {
 			t.Fatalf("after the pause the host got %+v, want the task with storage_gb %d", got.Assignments, storage)
 		}

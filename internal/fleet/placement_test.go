@@ -58,20 +58,20 @@ func TestScriptedPlacementOnHostProfile(t *testing.T) {
 		cpuHost := s.enrolledProfile(enroll.Spec{WorkKinds: "cpu", RatePercent: -1}, 4, 16, 0,
 			agentproto.Capacity{CPU: 4, MemoryMB: 16384, Slots: 4, StorageGB: 20},
 			agentproto.ResourceProfile{SingleCoreScore: 1.0, CPUCount: 4, MemoryTotalMB: 16384})
-		wantJobs("the baseline CPU host", cpuHost.lease(cpuHost.capacity, 0).Assignments, plain)
+		wantJobs("the baseline CPU host", cpuHost.poll(cpuHost.capacity, 0).Assignments, plain)
 
 		// A GPU host with a 16 GB GPU and a score of 1.2: the GPU-profile
 		// task, not the one asking for a 40 GB GPU.
 		smallGPU := s.enrolledProfile(enroll.Spec{WorkKinds: "cpu,gpu", RatePercent: -1}, 4, 16, 1,
 			agentproto.Capacity{CPU: 4, MemoryMB: 16384, GPUs: 1, Slots: 4, StorageGB: 50},
 			agentproto.ResourceProfile{SingleCoreScore: 1.2, CPUCount: 4, MemoryTotalMB: 16384, GPUCount: 1, GPUMemoryMB: 16000})
-		wantJobs("the 16 GB GPU host", smallGPU.lease(smallGPU.capacity, 0).Assignments, anyGPU)
+		wantJobs("the 16 GB GPU host", smallGPU.poll(smallGPU.capacity, 0).Assignments, anyGPU)
 
 		// A fast host with an 80 GB GPU and 200 GB of disk takes the rest.
 		big := s.enrolledProfile(enroll.Spec{WorkKinds: "cpu,gpu", RatePercent: -1}, 8, 32, 1,
 			agentproto.Capacity{CPU: 8, MemoryMB: 32768, GPUs: 1, Slots: 8, StorageGB: 200},
 			agentproto.ResourceProfile{SingleCoreScore: 2.0, CPUCount: 8, MemoryTotalMB: 32768, GPUCount: 1, GPUMemoryMB: 81920})
-		wantJobs("the big host", big.lease(big.capacity, 0).Assignments, needsScore, needsDisk, needsGPUMem)
+		wantJobs("the big host", big.poll(big.capacity, 0).Assignments, needsScore, needsDisk, needsGPUMem)
 
 		atts := s.attempts(needsScore)
 		if len(atts) != 1 || atts[0].HostID != big.id || !strings.Contains(string(atts[0].ResourceProfile), `"single_core_score":2`) {

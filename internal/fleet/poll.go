@@ -13,6 +13,7 @@ import (
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/project"
 	"github.com/skiffhq/skiff/internal/project/manifest"
+	"github.com/skiffhq/skiff/internal/sched"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -207,21 +208,20 @@ func (c *Controller) reconcile(ctx context.Context, h *host, running []string) (
 // assignments. The claims share one transaction (job.ClaimSeveral): a host
 // with free slots gets them all filled for one commit.
 func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capacity) ([]agentproto.Assignment, error) {
-	cpu, mem, gpus := free.CPU, free.MemoryMB, int64(free.GPUs)
+	offer := h.offer(free)
 	claimed, err := c.jobs.ClaimSeveral(ctx, func(prev []job.Claimed) *store.TaskClaimParams {
 		if len(prev) > 0 {
 			t := prev[len(prev)-1].Task
-			cpu -= t.CPU
-			mem -= t.MemoryMB
-			gpus -= t.GPUs
+			offer = offer.Take(sched.Need{CPU: t.CPU, MemoryMB: t.MemoryMB, GPUs: t.GPUs})
 		}
-		if len(prev) >= free.Slots {
+		if offer.Slots <= 0 {
 			return nil
 		}
 		now := c.clk.Now()
+		// The claim query applies sched's rule to what the offer has left.
 		p := &store.TaskClaimParams{HostID: h.id, AttemptID: id.New(id.Attempt), ResourceProfile: h.profJSON,
-			FreeCPU: cpu + 1e-9, FreeMemoryMB: mem, FreeGPUs: gpus, Now: now}
-		h.placement(p)
+			FreeCPU: offer.FreeCPU(), FreeMemoryMB: offer.MemoryMB, FreeGPUs: offer.GPUs, MinGPUs: offer.MinGPUs(),
+			GPUMemoryMB: offer.GPUMemoryMB, StorageGB: offer.StorageGB, SingleCoreScore: offer.SingleCoreScore, Now: now}
 		if c.hostCount() > 1 {
 			p.AvoidRequeuedSince = now.Add(-c.cfg.RetryAvoidWindow)
 		}

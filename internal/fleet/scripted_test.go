@@ -158,16 +158,16 @@ func (h *scriptedHost) register() {
 
 // lease asks for work, claiming free capacity free (the test says what the
 // host believes), waiting up to wait; the host takes what it is given.
-func (h *scriptedHost) lease(free agentproto.Capacity, wait time.Duration) *agentproto.PollResponse {
+func (h *scriptedHost) poll(free agentproto.Capacity, wait time.Duration) *agentproto.PollResponse {
 	h.s.t.Helper()
-	resp, err := h.leaseErr(free, wait)
+	resp, err := h.pollErr(free, wait)
 	if err != nil {
 		h.s.t.Fatalf("lease: %v", err)
 	}
 	return resp
 }
 
-func (h *scriptedHost) leaseErr(free agentproto.Capacity, wait time.Duration) (*agentproto.PollResponse, error) {
+func (h *scriptedHost) pollErr(free agentproto.Capacity, wait time.Duration) (*agentproto.PollResponse, error) {
 	resp, err := h.ctl.Poll(context.Background(), &agentproto.PollRequest{HostID: h.id, Free: free,
 		Running: slices.Clone(h.running), WaitS: int(wait / time.Second)})
 	if err != nil {
@@ -227,7 +227,7 @@ func TestScriptedRefillWithinLongPoll(t *testing.T) {
 			items[i] = json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
 		}
 		j := s.submit(apiv1.JobSubmit{FanOut: &apiv1.JobFanOut{Items: items}})
-		first := h.lease(h.capacity, 0)
+		first := h.poll(h.capacity, 0)
 		if len(first.Assignments) != 2 {
 			t.Fatalf("first lease: %d assignments, want 2 (the host's slots)", len(first.Assignments))
 		}
@@ -255,13 +255,13 @@ func TestScriptedRefillWithinLongPoll(t *testing.T) {
 		// The slot count holds: with both slots busy again, a lease that
 		// claims two free slots gets nothing.
 		h.running = append(h.running, r.resp.Assignments[0].AttemptID)
-		if more := h.lease(agentproto.Capacity{CPU: 2, MemoryMB: 8192, Slots: 2}, 0); len(more.Assignments) != 0 {
+		if more := h.poll(agentproto.Capacity{CPU: 2, MemoryMB: 8192, Slots: 2}, 0); len(more.Assignments) != 0 {
 			t.Fatalf("a full host was given %v", ids(more.Assignments))
 		}
 		// Run everything out: every task once, the job completed.
 		for len(h.running) > 0 {
 			h.run(h.running[0], time.Second, 0)
-			h.lease(h.capacity, 0)
+			h.poll(h.capacity, 0)
 		}
 		if got := s.job(j); got.Status != store.JobCompleted {
 			t.Fatalf("job %s, want completed", got.Status)
@@ -281,10 +281,10 @@ func TestScriptedPlacement(t *testing.T) {
 		big := s.host(4, 4)
 		cpu3, mem := 3.0, int64(512)
 		heavy := s.submit(apiv1.JobSubmit{Requirements: &apiv1.JobRequirements{CPU: &cpu3, MemoryMB: &mem}})
-		if got := small.lease(small.capacity, 0); len(got.Assignments) != 0 {
+		if got := small.poll(small.capacity, 0); len(got.Assignments) != 0 {
 			t.Fatalf("a 1-CPU host was given a 3-CPU task: %v", ids(got.Assignments))
 		}
-		got := big.lease(big.capacity, 0)
+		got := big.poll(big.capacity, 0)
 		if len(got.Assignments) != 1 || got.Assignments[0].JobID != heavy.ID || got.Assignments[0].CPU != 3 {
 			t.Fatalf("the 4-CPU host got %+v, want the 3-CPU task", got.Assignments)
 		}
@@ -293,18 +293,18 @@ func TestScriptedPlacement(t *testing.T) {
 		for range 3 {
 			s.submit(apiv1.JobSubmit{})
 		}
-		if got := big.lease(big.capacity, 0); len(got.Assignments) != 1 {
+		if got := big.poll(big.capacity, 0); len(got.Assignments) != 1 {
 			t.Fatalf("the big host with 1 CPU left got %d tasks, want 1", len(got.Assignments))
 		}
-		if got := small.lease(small.capacity, 0); len(got.Assignments) != 1 {
+		if got := small.poll(small.capacity, 0); len(got.Assignments) != 1 {
 			t.Fatalf("the small host got %d tasks, want 1", len(got.Assignments))
 		}
-		if got := small.lease(small.capacity, 0); len(got.Assignments) != 0 {
+		if got := small.poll(small.capacity, 0); len(got.Assignments) != 0 {
 			t.Fatalf("the full small host got %v", ids(got.Assignments))
 		}
 		// The heavy task ends: its 3 CPUs are free again for the third.
 		big.run(big.running[0], time.Second, 0)
-		if got := big.lease(big.capacity, 0); len(got.Assignments) != 1 {
+		if got := big.poll(big.capacity, 0); len(got.Assignments) != 1 {
 			t.Fatalf("after the heavy task ended the big host got %d tasks, want 1", len(got.Assignments))
 		}
 	})
@@ -320,7 +320,7 @@ func TestScriptedLostHostRequeues(t *testing.T) {
 		lost := s.host(1, 1)
 		other := s.host(1, 1)
 		j := s.submit(apiv1.JobSubmit{})
-		got := lost.lease(lost.capacity, 0)
+		got := lost.poll(lost.capacity, 0)
 		if len(got.Assignments) != 1 {
 			t.Fatalf("lease: %d assignments", len(got.Assignments))
 		}
@@ -330,12 +330,12 @@ func TestScriptedLostHostRequeues(t *testing.T) {
 		// LostAfter (3 heartbeats).
 		for range 4 {
 			s.clk.Advance(scriptedHeartbeat)
-			other.lease(other.capacity, 0)
+			other.poll(other.capacity, 0)
 		}
 		if err := s.ctrl.Sweep(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		got = other.lease(other.capacity, 0)
+		got = other.poll(other.capacity, 0)
 		if len(got.Assignments) != 1 || got.Assignments[0].TaskID == "" {
 			t.Fatalf("the other host got %+v, want the requeued task", got.Assignments)
 		}
@@ -352,11 +352,11 @@ func TestScriptedLostHostRequeues(t *testing.T) {
 		}
 		// The lost host comes back: unknown, it registers again and is told
 		// to stop the attempt it still lists.
-		if _, err := lost.leaseErr(lost.capacity, 0); err == nil || !strings.Contains(err.Error(), "unknown") {
+		if _, err := lost.pollErr(lost.capacity, 0); err == nil || !strings.Contains(err.Error(), "unknown") {
 			t.Fatalf("lease of a lost host: %v, want unknown host", err)
 		}
 		lost.register()
-		resp := lost.lease(lost.capacity, 0)
+		resp := lost.poll(lost.capacity, 0)
 		if !slices.Contains(resp.Cancel, first) {
 			t.Fatalf("re-registered host was not told to stop %s: %+v", first, resp)
 		}
@@ -372,9 +372,9 @@ func TestScriptedBilling(t *testing.T) {
 		s := newScripted(t, st)
 		h := s.host(1, 1)
 		j := s.submit(apiv1.JobSubmit{MaxRetries: ptr[int64](1)})
-		got := h.lease(h.capacity, 0)
+		got := h.poll(h.capacity, 0)
 		h.run(got.Assignments[0].AttemptID, 90*time.Second, 3)
-		got = h.lease(h.capacity, 0)
+		got = h.poll(h.capacity, 0)
 		if len(got.Assignments) != 1 {
 			t.Fatalf("retry not dispatched: %+v", got)
 		}
@@ -413,7 +413,7 @@ func TestScriptedProtocolVersions(t *testing.T) {
 		finish := func(h *scriptedHost, o *agentproto.Outcome) *store.Attempt {
 			t.Helper()
 			s.submit(apiv1.JobSubmit{})
-			got := h.lease(h.capacity, 0)
+			got := h.poll(h.capacity, 0)
 			if len(got.Assignments) != 1 {
 				t.Fatalf("lease: %+v", got)
 			}

@@ -9,7 +9,6 @@ import (
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/fault"
-	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -30,28 +29,6 @@ func (c *Controller) openAttemptOf(ctx context.Context, token, attemptID string)
 		return nil, errGone
 	}
 	return a, nil
-}
-
-// inputsOf lists a task's artifact inputs for its assignment.
-func (c *Controller) inputsOf(ctx context.Context, t *store.Task) ([]agentproto.InputArtifact, error) {
-	ins, err := job.ArtifactInputs(t.Payload)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var out []agentproto.InputArtifact
-	for _, in := range ins {
-		if seen[in.ID] {
-			continue
-		}
-		seen[in.ID] = true
-		a, err := c.st.ArtifactGetByID(ctx, in.ID)
-		if err != nil {
-			return nil, fmt.Errorf("input %s: %w", in.ID, err)
-		}
-		out = append(out, agentproto.InputArtifact{ID: a.ID, SHA256: a.SHA256, Size: a.SizeBytes, Filename: a.Filename, URL: a.URL})
-	}
-	return out, nil
 }
 
 // errNoArtifacts answers the artifact endpoints of a controller built

@@ -36,8 +36,6 @@ type Controller struct {
 	tokens map[[32]byte]string // sha256 of a host token -> the host id it names
 	hosts  map[string]*host    // registered hosts, by id
 	wake   *wake.Signal
-
-	specs runSpecs
 }
 
 // ControllerConfig configures a Controller.

@@ -33,7 +33,7 @@ func (c *Controller) OpenImage(ctx context.Context, token, attemptID string) (io
 	if err != nil {
 		return nil, err
 	}
-	rs, err := c.runSpec(ctx, a.JobID)
+	rs, err := c.jobs.RunSpecOf(ctx, a.JobID)
 	if err != nil {
 		return nil, err
 	}

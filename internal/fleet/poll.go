@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
@@ -205,11 +204,12 @@ func (c *Controller) reconcile(ctx context.Context, h *host, running []string) (
 }
 
 // assign claims the tasks that fit free, best first, and turns them into
-// assignments. The claims share one transaction (job.ClaimSeveral): a host
-// with free slots gets them all filled for one commit.
+// assignments: one call to the job service (ClaimWork) claims them in one
+// transaction and describes each; fleet adds what only it knows (where the
+// host gets the image, what its protocol version can take) and the wire.
 func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capacity) ([]agentproto.Assignment, error) {
 	offer := h.offer(free)
-	claimed, err := c.jobs.ClaimSeveral(ctx, func(prev []job.Claimed) *store.TaskClaimParams {
+	works, err := c.jobs.ClaimWork(ctx, func(prev []job.Claimed) *store.TaskClaimParams {
 		if len(prev) > 0 {
 			t := prev[len(prev)-1].Task
 			offer = offer.Take(sched.Need{CPU: t.CPU, MemoryMB: t.MemoryMB, GPUs: t.GPUs})
@@ -228,18 +228,18 @@ func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capaci
 		return p
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
+		return nil, err
 	}
 	var out []agentproto.Assignment
-	for _, cl := range claimed {
-		t, a := cl.Task, cl.Attempt
-		asg, err := c.assignment(ctx, h, t, a)
+	for _, w := range works {
+		asg, err := c.assignment(ctx, h, w)
 		if err != nil {
-			// The platform cannot describe the task (its revision is
-			// gone): a host error, requeued free up to the cap.
-			c.log.Error("cannot build assignment", "attempt_id", a.ID, "job_id", a.JobID, "err", err)
-			if ferr := c.jobs.AttemptFinished(ctx, a, &job.Outcome{HostError: "the task's revision cannot be loaded"}, nil, ""); ferr != nil {
-				c.log.Error("record assignment failure", "attempt_id", a.ID, "err", ferr)
+			// This host cannot take the attempt (its image is gone here,
+			// or it speaks too old a protocol): a host error, requeued
+			// free up to the cap.
+			c.log.Error("cannot build assignment", "attempt_id", w.Attempt.ID, "job_id", w.Attempt.JobID, "err", err)
+			if ferr := c.jobs.AttemptFinished(ctx, w.Attempt, &job.Outcome{HostError: "the task's revision cannot be loaded"}, nil, ""); ferr != nil {
+				c.log.Error("record assignment failure", "attempt_id", w.Attempt.ID, "err", ferr)
 			}
 			continue
 		}
@@ -248,31 +248,22 @@ func (c *Controller) assign(ctx context.Context, h *host, free agentproto.Capaci
 	return out, nil
 }
 
-// assignment describes attempt a of task t for its host.
-func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *store.Attempt) (*agentproto.Assignment, error) {
-	rs, err := c.runSpec(ctx, t.JobID)
-	if err != nil {
-		return nil, err
-	}
+// assignment is work w in the host protocol, for host h.
+func (c *Controller) assignment(ctx context.Context, h *host, w job.Work) (*agentproto.Assignment, error) {
+	t, a, rs := w.Task, w.Attempt, w.Spec
 	if !strings.HasPrefix(rs.ImageDigest, "sha256:") {
 		return nil, fmt.Errorf("revision of job %s has no image digest", t.JobID)
 	}
 	// A host of its own machine (enrolled) fetches the image over the
 	// protocol; the controller's own host reads the layout in place.
 	var layoutDir, imageURL string
+	var err error
 	if h.enrolled != nil && h.protocol >= 5 {
 		imageURL = agentproto.AttemptImageURLPath(a.ID)
 	} else if layoutDir, err = c.layoutOf(ctx, rs.ImageDigest); err != nil {
 		return nil, err
 	}
-	payload, err := c.jobs.AttemptPayload(ctx, rs, t, a)
-	if err != nil {
-		return nil, err
-	}
-	inputs, err := c.inputsOf(ctx, t)
-	if err != nil {
-		return nil, err
-	}
+	inputs := wireInputs(w.Inputs)
 	if len(inputs) > 0 && h.protocol < 3 {
 		// An older host would run the task without its inputs.
 		return nil, fmt.Errorf("task %s has artifact inputs; host %s speaks protocol %d, which cannot fetch them", t.ID, h.id, h.protocol)
@@ -290,22 +281,20 @@ func (c *Controller) assignment(ctx context.Context, h *host, t *store.Task, a *
 	return &agentproto.Assignment{
 		AttemptID: a.ID, TaskID: t.ID, JobID: t.JobID, ProjectID: rs.Job.ProjectID, AccountID: rs.Job.AccountID,
 		ImageDigest: rs.ImageDigest, ImageLayoutDir: layoutDir, ImageURL: imageURL,
-		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: payload,
+		Args: rs.Command, Cwd: rs.Cwd, Env: rs.Env, Payload: w.Payload,
 		CPU: t.CPU, MemoryMB: t.MemoryMB, TimeoutS: int(rs.Request.TimeoutS), Inputs: inputs,
-		DataSources: sources, CacheMounts: caches, StorageGB: storageGB(t.Requirements),
+		DataSources: sources, CacheMounts: caches, StorageGB: w.StorageGB,
 		GPUs: int(t.GPUs),
 	}, nil
 }
 
-// storageGB is a task's requirements.storage_gb, 0 when it has none.
-func storageGB(requirements json.RawMessage) int64 {
-	var r struct {
-		StorageGB int64 `json:"storage_gb"`
+// wireInputs is the wire form of a task's input artifacts.
+func wireInputs(arts []*store.Artifact) []agentproto.InputArtifact {
+	var out []agentproto.InputArtifact
+	for _, a := range arts {
+		out = append(out, agentproto.InputArtifact{ID: a.ID, SHA256: a.SHA256, Size: a.SizeBytes, Filename: a.Filename, URL: a.URL})
 	}
-	if len(requirements) == 0 || json.Unmarshal(requirements, &r) != nil {
-		return 0
-	}
-	return r.StorageGB
+	return out
 }
 
 // mountsOf turns the revision's data sources and cache mounts into their
@@ -334,39 +323,6 @@ func wireDataSources(in []manifest.DataSource, account string, env map[string]st
 			Account: account, Token: ds.Token(env)})
 	}
 	return out
-}
-
-// runSpecs caches how each job's tasks run: a job's revision never
-// changes, and a 10,000-task job should not re-read it per task. The cache
-// is dropped whole when it grows past its bound.
-type runSpecs struct {
-	mu sync.Mutex
-	m  map[string]*job.RunSpec
-}
-
-const runSpecCacheSize = 1024
-
-func (c *Controller) runSpec(ctx context.Context, jobID string) (*job.RunSpec, error) {
-	c.specs.mu.Lock()
-	rs := c.specs.m[jobID]
-	c.specs.mu.Unlock()
-	if rs != nil {
-		return rs, nil
-	}
-	j, err := c.st.JobGetByID(ctx, jobID)
-	if err != nil {
-		return nil, err
-	}
-	if rs, err = c.jobs.RunSpec(ctx, j); err != nil {
-		return nil, err
-	}
-	c.specs.mu.Lock()
-	if c.specs.m == nil || len(c.specs.m) >= runSpecCacheSize {
-		c.specs.m = map[string]*job.RunSpec{}
-	}
-	c.specs.m[jobID] = rs
-	c.specs.mu.Unlock()
-	return rs, nil
 }
 
 // finishedByHost reports whether an attempt ended with its host's own

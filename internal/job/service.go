@@ -37,6 +37,8 @@ type Service struct {
 	requests requestCache
 	// dequeued are jobs known to have left the queue (ClaimSeveral).
 	dequeued jobSet
+	// specs caches how each job's tasks run (executor.go).
+	specs runSpecs
 }
 
 // Config wires a Service.

@@ -13,6 +13,7 @@ import (
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/jobview"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -132,7 +133,7 @@ func testJobSubmitShape(t *testing.T, f *fixture) {
 	if m["feedback_summary"] != nil || m["preset"] != nil {
 		t.Errorf("got feedback_summary %v preset %v, want null", m["feedback_summary"], m["preset"])
 	}
-	if j.Links != job.JobLinksOf(j.ID) || j.Links.Self != "/api/v1/jobs/"+j.ID {
+	if j.Links != jobview.JobLinksOf(j.ID) || j.Links.Self != "/api/v1/jobs/"+j.ID {
 		t.Errorf("got links %+v", j.Links)
 	}
 	s, sm := summaryOf(t, &j)

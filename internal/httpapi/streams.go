@@ -11,7 +11,7 @@ import (
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/event"
 	"github.com/skiffhq/skiff/internal/fault"
-	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/jobview"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -57,7 +57,7 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request, f event.Filt
 // where a snapshot read next stands (it shows every event up to it), and
 // the subscription wakes the stream for every event after it.
 func (s *Server) resumePoint(ctx context.Context, r *http.Request, feed store.JobEventFeedParams) (missed []*store.JobEvent, cursor int64, resume bool, resync *string, err error) {
-	from, err := s.jobs.LastEventPosition(ctx)
+	from, err := s.views.LastEventPosition(ctx)
 	if err != nil {
 		return nil, 0, false, nil, err
 	}
@@ -71,7 +71,7 @@ func (s *Server) resumePoint(ctx context.Context, r *http.Request, feed store.Jo
 		return nil, from, false, &why, nil
 	}
 	feed.After, feed.Limit = pos, s.streams.ReplayLimit+1
-	missed, err = s.jobs.EventsAfter(ctx, &feed)
+	missed, err = s.views.EventsAfter(ctx, &feed)
 	if err != nil {
 		return nil, 0, false, nil, err
 	}
@@ -293,7 +293,7 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
 				if err := s.jobEventFrame(ctx, sse, e); err != nil {
 					return true, err
 				}
-				terminal = terminal || job.TerminalEvent(e.Kind)
+				terminal = terminal || jobview.TerminalEvent(e.Kind)
 			}
 			if !terminal {
 				return false, nil
@@ -302,7 +302,7 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
 			// come before done.
 			last := evs[len(evs)-1].Position
 			for {
-				rest, err := s.jobs.EventsAfter(ctx, &store.JobEventFeedParams{JobIDs: feed.JobIDs, After: last, Limit: feedBatch})
+				rest, err := s.views.EventsAfter(ctx, &store.JobEventFeedParams{JobIDs: feed.JobIDs, After: last, Limit: feedBatch})
 				if err != nil || len(rest) == 0 {
 					break
 				}
@@ -349,15 +349,15 @@ func (s *Server) jobSnapshot(ctx context.Context, jobID string, pos int64, resyn
 	if err != nil {
 		return nil, err
 	}
-	tasks, attempts, err := s.jobs.TaskPage(ctx, j, 0, streamSnapshotTasks)
+	tasks, attempts, err := s.views.TaskPage(ctx, j, 0, streamSnapshotTasks)
 	if err != nil {
 		return nil, err
 	}
-	counts, err := s.jobs.TaskCounts(ctx, j)
+	counts, err := s.views.TaskCounts(ctx, j)
 	if err != nil {
 		return nil, err
 	}
-	arts, err := s.jobs.Artifacts(ctx, j.ID)
+	arts, err := s.views.Artifacts(ctx, j.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -365,8 +365,8 @@ func (s *Server) jobSnapshot(ctx context.Context, jobID string, pos int64, resyn
 	snap := &apiv1.JobStreamSnapshot{Job: jv, Tasks: make([]apiv1.Task, 0, len(tasks)), TaskCount: j.TaskCount,
 		TasksShown: len(tasks), TasksTruncated: int64(len(tasks)) < j.TaskCount, TaskCounts: counts, Position: pos, Resync: resync}
 	for _, t := range tasks {
-		v := job.TaskView(t, attempts[t.ID], now)
-		job.WithArtifacts(&v, arts)
+		v := jobview.TaskView(t, attempts[t.ID], now)
+		jobview.WithArtifacts(&v, arts)
 		snap.Tasks = append(snap.Tasks, v)
 	}
 	return snap, nil
@@ -376,7 +376,7 @@ func (s *Server) jobSnapshot(ctx context.Context, jobID string, pos int64, resyn
 // for job.* events, a task frame for the task's own (attempt.*,
 // task.progress), an event frame otherwise.
 func (s *Server) jobEventFrame(ctx context.Context, sse *sseWriter, e *store.JobEvent) error {
-	ev := job.EventView(e)
+	ev := jobview.EventView(e)
 	id := posID(e.Position)
 	switch kind := e.Kind; {
 	case isJobEvent(kind):
@@ -386,7 +386,7 @@ func (s *Server) jobEventFrame(ctx context.Context, sse *sseWriter, e *store.Job
 		}
 		return sse.frame(apiv1.FrameJob, id, apiv1.JobFrame{Event: ev, Job: jv})
 	case e.TaskID != "":
-		t, err := s.jobs.EventTask(ctx, e)
+		t, err := s.views.EventTask(ctx, e)
 		if err != nil {
 			return err
 		}
@@ -510,7 +510,7 @@ func (s *Server) jobWatch(w http.ResponseWriter, r *http.Request) error {
 				if err := sse.frame(apiv1.FrameJob, posID(e.Position), frame); err != nil {
 					return true, err
 				}
-				if job.TerminalEvent(e.Kind) {
+				if jobview.TerminalEvent(e.Kind) {
 					statuses[e.JobID] = string(j.Status)
 				}
 			}
@@ -551,12 +551,12 @@ func (s *Server) jobWatch(w http.ResponseWriter, r *http.Request) error {
 
 // watchView is a watched job's object and its result fields.
 func (s *Server) watchView(ctx context.Context, j *store.Job) (*apiv1.Job, *apiv1.ResultCommon, error) {
-	summary, err := s.jobs.SummaryOf(ctx, j)
+	summary, err := s.views.SummaryOf(ctx, j)
 	if err != nil {
 		return nil, nil, err
 	}
-	res := job.ResultCommonView(j, summary)
-	return job.JobView(j, summary), &res, nil
+	res := jobview.ResultCommonView(j, summary)
+	return jobview.JobView(j, summary), &res, nil
 }
 
 func (s *Server) watchJobFrame(ctx context.Context, j *store.Job, e *store.JobEvent) (apiv1.JobFrame, error) {
@@ -564,8 +564,8 @@ func (s *Server) watchJobFrame(ctx context.Context, j *store.Job, e *store.JobEv
 	if err != nil {
 		return apiv1.JobFrame{}, err
 	}
-	f := apiv1.JobFrame{Event: job.EventView(e), Job: jv}
-	if job.TerminalEvent(e.Kind) {
+	f := apiv1.JobFrame{Event: jobview.EventView(e), Job: jv}
+	if jobview.TerminalEvent(e.Kind) {
 		f.Result = res
 	}
 	return f, nil
@@ -594,8 +594,8 @@ func (s *Server) projectStream(w http.ResponseWriter, r *http.Request) error {
 				if err != nil {
 					return true, err
 				}
-				entry := job.JobListEntryView(j, false)
-				if err := sse.frame(apiv1.FrameJob, posID(e.Position), apiv1.ProjectJobFrame{Event: job.EventView(e), Job: entry}); err != nil {
+				entry := jobview.JobListEntryView(j, false)
+				if err := sse.frame(apiv1.FrameJob, posID(e.Position), apiv1.ProjectJobFrame{Event: jobview.EventView(e), Job: entry}); err != nil {
 					return true, err
 				}
 			}
@@ -613,13 +613,13 @@ func (s *Server) projectStream(w http.ResponseWriter, r *http.Request) error {
 				{&snap.Queued, []store.JobStatus{store.JobPlanning, store.JobQueued}, projectOpenJobs},
 				{&snap.Recent, terminalStatuses, projectRecentJobs},
 			} {
-				jobs, _, err := s.jobs.List(ctx, &store.JobListParams{AccountID: acct, ProjectID: proj.ID,
+				jobs, _, err := s.views.List(ctx, &store.JobListParams{AccountID: acct, ProjectID: proj.ID,
 					Statuses: part.statuses, Limit: part.limit})
 				if err != nil {
 					return true, err
 				}
 				for _, j := range jobs {
-					*part.dst = append(*part.dst, job.JobListEntryView(j, false))
+					*part.dst = append(*part.dst, jobview.JobListEntryView(j, false))
 				}
 			}
 			return false, sse.frame(apiv1.FrameSnapshot, posID(pos), snap)

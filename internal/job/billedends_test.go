@@ -221,7 +221,7 @@ func TestBilledRequeuesGrowTheHold(t *testing.T) {
 				t.Errorf("after requeue %d: hold %d (%s), want %d", i+1, h.AmountMicros, h.Status, want)
 			}
 		}
-		evs, err := b.svc.Events(ctx, j, 100)
+		evs, err := b.views.Events(ctx, j, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

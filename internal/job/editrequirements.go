@@ -124,7 +124,7 @@ type editPrice struct {
 // records the admission).
 func (s *Service) priceEdit(j *store.Job, sub submit.Submission, reqs submit.Requirements) (editPrice, error) {
 	r := s.billing.Rates()
-	oldCap, newCap := capacityOf(sub.Requirements, sub.PlacementPolicy), capacityOf(reqs, sub.PlacementPolicy)
+	oldCap, newCap := CapacityOf(sub.Requirements, sub.PlacementPolicy), CapacityOf(reqs, sub.PlacementPolicy)
 	if r.BilledMicrosPerHour(oldCap) == r.BilledMicrosPerHour(newCap) {
 		return editPrice{}, nil
 	}
@@ -254,4 +254,12 @@ func withRequirements(request json.RawMessage, reqs submit.Requirements) (json.R
 	}
 	m["Requirements"] = raw // submit.Submission is stored with Go field names
 	return json.Marshal(m)
+}
+
+// submissionOf reads the normalised submission stored with a job. A job
+// stored without one (older rows, tests) reads as the zero submission.
+func submissionOf(j *store.Job) submit.Submission {
+	var sub submit.Submission
+	_ = json.Unmarshal(j.Request, &sub)
+	return sub
 }

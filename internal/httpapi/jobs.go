@@ -15,8 +15,8 @@ import (
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/job"
-	"github.com/skiffhq/skiff/internal/jobview"
 	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/jobview"
 	"github.com/skiffhq/skiff/internal/store"
 )
 

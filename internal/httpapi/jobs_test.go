@@ -633,7 +633,7 @@ func testCancelQueued(t *testing.T, f *fixture) {
 		t.Errorf("cancelled job: got summary %s error %v", c.Summary, c.Error)
 	}
 	f.member.Put(t, "/api/v1/projects/nope/cancel-queued", nil).Fail(t, http.StatusNotFound)
-	// Their holds are settled: nothing was used, everything released.
+	// Their holds are captured: nothing was used, everything released.
 	for _, jobID := range []string{qa.ID, qb.ID, plan.ID, dep.ID} {
 		h, err := f.e.Store.HoldGetByJob(t.Context(), jobID)
 		if err != nil || h.Status != store.HoldReleased || h.CapturedMicros != 0 {

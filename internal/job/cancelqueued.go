@@ -22,7 +22,7 @@ type QueuedCancellation struct {
 // CancelQueued cancels the project's jobs that have not started: those
 // planning or queued, with tag when it is set (spec 3.1). Running jobs are
 // left alone. Each job is cancelled in its own transaction, as Cancel
-// cancels one (tasks first, hold settled, dependents cancelled too); a job
+// cancels one (tasks first, hold captured, dependents cancelled too); a job
 // that started meanwhile is skipped. reason, when set, is the jobs' error
 // text after "cancelled: "; otherwise it names the call, project and tag.
 func (s *Service) CancelQueued(ctx context.Context, accountID string, p *store.Project, tag, reason string) (*QueuedCancellation, error) {

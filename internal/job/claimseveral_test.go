@@ -198,7 +198,7 @@ func TestConcurrentClaimsAndReportsRunEachTaskOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		if h.CapturedMicros != billed || h.Status == store.HoldActive {
-			t.Errorf("hold %s captured %d, want settled at the attempts' %d", h.Status, h.CapturedMicros, billed)
+			t.Errorf("hold %s captured %d, want captured at the attempts' %d", h.Status, h.CapturedMicros, billed)
 		}
 	})
 }

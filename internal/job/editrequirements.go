@@ -72,7 +72,7 @@ func (s *Service) EditRequirements(ctx context.Context, accountID, jobID string,
 			if price.billing != nil {
 				// After TaskSetRequirements: the job's open tasks are locked
 				// (no attempt of theirs can be claimed or end meanwhile),
-				// and the account is locked last, as settlement does.
+				// and the account is locked last, as a hold's capture does.
 				var rp *repriced
 				if rp, err = s.reprice(ctx, q, j, sub, price, now); err != nil {
 					short = rp.short()
@@ -171,7 +171,7 @@ func (r *repriced) short() int64 {
 // less the retries it used; free requeues use none): an attempt already
 // claimed at the rate it was claimed at, the others at the new rate, each
 // held for the runtime cap as at admission. The hold never shrinks here;
-// settlement releases what was not used. ErrInsufficient (with lacking set)
+// its capture releases what was not used. ErrInsufficient (with lacking set)
 // when the balance cannot cover the increase.
 func (s *Service) reprice(ctx context.Context, q store.Querier, j *store.Job, sub submit.Submission, price editPrice, now time.Time) (*repriced, error) {
 	h, err := q.HoldGetByJob(ctx, j.ID)
@@ -182,7 +182,7 @@ func (s *Service) reprice(ctx context.Context, q store.Querier, j *store.Job, su
 		return nil, fmt.Errorf("hold of %s: %w", j.ID, err)
 	}
 	if h.Status != store.HoldActive {
-		return nil, store.ErrConflict // settled: the job ended meanwhile
+		return nil, store.ErrConflict // captured: the job ended meanwhile
 	}
 	tasks, err := q.TaskList(ctx, j.ID)
 	if err != nil {

@@ -413,7 +413,7 @@ var cancelStatuses = []store.JobStatus{store.JobPlanning, store.JobQueued, store
 // recommended_action:
 // its open tasks first (the store's lock order: task, attempt, job), the
 // attempts it stops metered to now, its summary stored once (so reading a
-// cancelled job never re-reads its tasks), its hold settled, a
+// cancelled job never re-reads its tasks), its hold captured, a
 // job.cancelled event with data plus the number of killed attempts, and
 // the jobs that depended on it cancelled in turn. It returns the cancelled
 // job and the attempts to kill; store.ErrConflict when j is not in from.
@@ -446,7 +446,7 @@ func (s *Service) cancelInTx(ctx context.Context, q store.Querier, j *store.Job,
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := billing.Settle(ctx, q, j.ID, now); err != nil {
+	if err := billing.Capture(ctx, q, j.ID, now); err != nil {
 		return nil, nil, err
 	}
 	data["killed_attempts"] = len(running)

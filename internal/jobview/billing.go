@@ -27,7 +27,7 @@ type summaryBilling struct {
 // withBilling adds the job's billing to its summary: billing_estimate and
 // billing_admission as admission stored them, billing_hold when the job
 // holds funds, and cost (see apiv1.JobCost). They are read fresh on every
-// view, so a job's summary shows its hold settle and its cost grow.
+// view, so a job's summary shows its hold captured and its cost grow.
 func (s *Service) withBilling(ctx context.Context, j *store.Job, summary json.RawMessage) (json.RawMessage, error) {
 	h, err := s.store.HoldGetByJob(ctx, j.ID)
 	switch {
@@ -69,7 +69,7 @@ func addBilling(j *store.Job, summary json.RawMessage, h *store.Hold, meter *sto
 		v := billing.JobHoldView(h)
 		b.Hold = &v
 		if h.Status == store.HoldActive {
-			// Settlement never charges more than the hold.
+			// A capture never charges more than the hold.
 			b.Cost.ChargedUSD = apiv1.USD(min(meter.CostMicros, h.AmountMicros))
 		} else {
 			b.Cost.ChargedUSD = apiv1.USD(h.CapturedMicros)

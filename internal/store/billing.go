@@ -14,7 +14,9 @@ const (
 	HoldExpired           = "expired"
 )
 
-// Hold reserves an account's money for a job until it settles.
+// Hold reserves an account's money for a job until the job ends and the
+// hold is captured: for the amount the job used, the rest released (the
+// card-payment words; "settle" is kept for x402 payments, Settlement*).
 type Hold struct {
 	ID             string
 	AccountID      string
@@ -24,7 +26,10 @@ type Hold struct {
 	CapturedMicros int64
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
-	SettledAt      *time.Time
+	// CapturedAt is when the hold was captured (or released whole). Its
+	// column is still holds.settled_at, the word before the rename: a
+	// column is not renamed without a migration.
+	CapturedAt *time.Time
 }
 
 type HoldCreateParams struct {
@@ -33,9 +38,9 @@ type HoldCreateParams struct {
 	Now                  time.Time
 }
 
-// HoldSettleParams ends an active hold: Status is released, captured or
+// HoldCaptureParams ends an active hold: Status is released, captured or
 // partially_captured, CapturedMicros at most the hold's amount.
-type HoldSettleParams struct {
+type HoldCaptureParams struct {
 	ID             string
 	Status         string
 	CapturedMicros int64
@@ -97,9 +102,9 @@ type BillingStore interface {
 	HoldCreate(ctx context.Context, p *HoldCreateParams) (*Hold, error)
 	// HoldGetByJob is a job's hold; ErrNotFound when it has none.
 	HoldGetByJob(ctx context.Context, jobID string) (*Hold, error)
-	// HoldSettle ends an active hold; ErrConflict when it is not active
-	// (settled already).
-	HoldSettle(ctx context.Context, p *HoldSettleParams) (*Hold, error)
+	// HoldCapture ends an active hold; ErrConflict when it is not active
+	// (captured already).
+	HoldCapture(ctx context.Context, p *HoldCaptureParams) (*Hold, error)
 	// HoldGrow raises an active hold's amount; ErrConflict when it is not
 	// active, no longer holds p.PrevAmountMicros, or p.AmountMicros is not
 	// more; ErrNotFound when there is no such hold. Call it after

@@ -16,7 +16,7 @@ func scanHold(s scanner) (*store.Hold, error) {
 		&settled); err != nil {
 		return nil, err
 	}
-	h.CreatedAt, h.UpdatedAt, h.SettledAt = fromMicros(created), fromMicros(updated), fromNullMicros(settled)
+	h.CreatedAt, h.UpdatedAt, h.CapturedAt = fromMicros(created), fromMicros(updated), fromNullMicros(settled)
 	return &h, nil
 }
 
@@ -36,13 +36,13 @@ func (q *queries) HoldGetByJob(ctx context.Context, jobID string) (*store.Hold, 
 	return h, q.mapErr(err)
 }
 
-func (q *queries) HoldSettle(ctx context.Context, p *store.HoldSettleParams) (*store.Hold, error) {
+func (q *queries) HoldCapture(ctx context.Context, p *store.HoldCaptureParams) (*store.Hold, error) {
 	switch p.Status {
 	case store.HoldReleased, store.HoldCaptured, store.HoldPartiallyCaptured:
 	default:
-		return nil, errors.New("sqldb: HoldSettle needs released, captured or partially_captured")
+		return nil, errors.New("sqldb: HoldCapture needs released, captured or partially_captured")
 	}
-	h, err := scanHold(q.write.QueryRowContext(ctx, q.sql("HoldSettle"), p.ID, p.Status, p.CapturedMicros, micros(p.Now)))
+	h, err := scanHold(q.write.QueryRowContext(ctx, q.sql("HoldCapture"), p.ID, p.Status, p.CapturedMicros, micros(p.Now)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, q.refused(ctx, "HoldExists", p.ID)
 	}

@@ -13,16 +13,16 @@ import (
 )
 
 var billingTests = map[string]func(*testing.T, store.Store){
-	"HoldsSettleOnce": testHoldsSettleOnce,
-	"HoldGrow":        testHoldGrow,
-	"BillingLists":    testBillingLists,
-	"AttemptCosts":    testAttemptCosts,
-	"IdempotencyKeys": testIdempotencyKeys,
-	"AccountLockInTx": testAccountLockInTx,
+	"HoldsCaptureOnce": testHoldsCaptureOnce,
+	"HoldGrow":         testHoldGrow,
+	"BillingLists":     testBillingLists,
+	"AttemptCosts":     testAttemptCosts,
+	"IdempotencyKeys":  testIdempotencyKeys,
+	"AccountLockInTx":  testAccountLockInTx,
 }
 
 // An active hold grows in place, guarded by the amount read, and the
-// balance's held total follows; a settled or missing hold does not grow.
+// balance's held total follows; a captured or missing hold does not grow.
 func testHoldGrow(t *testing.T, s store.Store) {
 	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
 	h, err := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: "job_1", AmountMicros: 900, Now: t0})
@@ -45,11 +45,11 @@ func testHoldGrow(t *testing.T, s store.Store) {
 			t.Errorf("%s: got %v, want ErrConflict", tc.name, err)
 		}
 	}
-	if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: h.ID, Status: store.HoldReleased, Now: t1}); err != nil {
+	if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: h.ID, Status: store.HoldReleased, Now: t1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.HoldGrow(ctx(t), &store.HoldGrowParams{ID: h.ID, PrevAmountMicros: 1500, AmountMicros: 2000, Now: t1}); !errors.Is(err, store.ErrConflict) {
-		t.Errorf("growing a settled hold: got %v, want ErrConflict", err)
+		t.Errorf("growing a captured hold: got %v, want ErrConflict", err)
 	}
 	if _, err := s.HoldGrow(ctx(t), &store.HoldGrowParams{ID: "hld_missing", PrevAmountMicros: 1, AmountMicros: 2, Now: t1}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("growing a missing hold: got %v, want ErrNotFound", err)
@@ -62,7 +62,7 @@ func testHoldGrow(t *testing.T, s store.Store) {
 	}
 }
 
-func testHoldsSettleOnce(t *testing.T, s store.Store) {
+func testHoldsCaptureOnce(t *testing.T, s store.Store) {
 	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
 	h, err := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: "job_1", AmountMicros: 900, Now: t0})
 	if err != nil || h.Status != store.HoldActive || h.AmountMicros != 900 {
@@ -75,18 +75,18 @@ func testHoldsSettleOnce(t *testing.T, s store.Store) {
 	if bal.HeldMicros != 900 || bal.ActiveHoldCount != 1 {
 		t.Fatalf("balance with a hold: %+v", bal)
 	}
-	got, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: h.ID, Status: store.HoldPartiallyCaptured, CapturedMicros: 400, Now: t0.Add(time.Minute)})
-	if err != nil || got.Status != store.HoldPartiallyCaptured || got.CapturedMicros != 400 || got.SettledAt == nil {
-		t.Fatalf("HoldSettle: %+v, %v", got, err)
+	got, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: h.ID, Status: store.HoldPartiallyCaptured, CapturedMicros: 400, Now: t0.Add(time.Minute)})
+	if err != nil || got.Status != store.HoldPartiallyCaptured || got.CapturedMicros != 400 || got.CapturedAt == nil {
+		t.Fatalf("HoldCapture: %+v, %v", got, err)
 	}
-	if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: h.ID, Status: store.HoldCaptured, CapturedMicros: 900, Now: t0}); !errors.Is(err, store.ErrConflict) {
+	if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: h.ID, Status: store.HoldCaptured, CapturedMicros: 900, Now: t0}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("settling twice: got %v, want ErrConflict", err)
 	}
-	if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: "hld_missing", Status: store.HoldReleased, Now: t0}); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("settling a missing hold: got %v, want ErrNotFound", err)
+	if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: "hld_missing", Status: store.HoldReleased, Now: t0}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("capturing a missing hold: got %v, want ErrNotFound", err)
 	}
 	h2, _ := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: "job_2", AmountMicros: 10, Now: t0})
-	if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: h2.ID, Status: store.HoldCaptured, CapturedMicros: 11, Now: t0}); err == nil {
+	if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: h2.ID, Status: store.HoldCaptured, CapturedMicros: 11, Now: t0}); err == nil {
 		t.Fatal("capturing more than the hold: accepted")
 	}
 	if got, err := s.HoldGetByJob(ctx(t), "job_1"); err != nil || got.ID != h.ID {
@@ -280,10 +280,10 @@ func testBalanceTotals(t *testing.T, s store.Store) {
 	check("holds")
 	for i, st := range []string{store.HoldCaptured, store.HoldPartiallyCaptured, store.HoldReleased} {
 		captured := map[string]int64{store.HoldCaptured: holds[i].AmountMicros, store.HoldPartiallyCaptured: 50}[st]
-		if _, err := s.HoldSettle(ctx(t), &store.HoldSettleParams{ID: holds[i].ID, Status: st, CapturedMicros: captured, Now: t0}); err != nil {
+		if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: holds[i].ID, Status: st, CapturedMicros: captured, Now: t0}); err != nil {
 			t.Fatal(err)
 		}
-		check("settle " + st)
+		check("capture " + st)
 	}
 	// A transaction that rolls back leaves the totals as they were.
 	_ = s.InTx(ctx(t), func(q store.Querier) error {

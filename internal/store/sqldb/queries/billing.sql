@@ -16,7 +16,9 @@ RETURNING id, account_id, job_id, status, amount_micros, captured_micros, create
 SELECT id, account_id, job_id, status, amount_micros, captured_micros, created_at, updated_at, settled_at
 FROM holds WHERE job_id = $1 AND job_id <> '';
 
--- name: HoldSettle
+-- name: HoldCapture
+-- Ends an active hold (captured, partially captured or released). The
+-- column keeps its first name, settled_at: renaming it needs a migration.
 UPDATE holds SET status = $2, captured_micros = $3, settled_at = $4, updated_at = $4
 WHERE id = $1 AND status = 'active'
 RETURNING id, account_id, job_id, status, amount_micros, captured_micros, created_at, updated_at, settled_at;

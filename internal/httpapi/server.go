@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"runtime"
 	"sync/atomic"
 
 	"github.com/skiffhq/skiff/internal/artifact"
@@ -17,6 +16,7 @@ import (
 	"github.com/skiffhq/skiff/internal/diskfree"
 	"github.com/skiffhq/skiff/internal/docsite"
 	"github.com/skiffhq/skiff/internal/enroll"
+	"github.com/skiffhq/skiff/internal/event"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/jobview"
 	"github.com/skiffhq/skiff/internal/metrics"
@@ -91,10 +91,9 @@ type Server struct {
 
 	streams    StreamConfig
 	streamCaps streamCaps
-	// streamWork bounds how many streams build and write frames at once
-	// (see follow): a burst of frames never takes every core from the
-	// requests beside it.
-	streamWork chan struct{}
+	// streamer runs the streams (package event); this package writes
+	// their frames as server-sent events.
+	streamer *event.Streams
 
 	metrics      *metrics.Set
 	metricsToken string
@@ -126,12 +125,14 @@ func New(cfg Config) *Server {
 		contact: cfg.Contact, trustedProxies: cfg.TrustedProxies, enroll: cfg.Enroll,
 		hostBinary: cfg.HostBinary, runscBinary: cfg.RunscBinary}
 	s.streams.fill()
-	s.streamWork = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 	s.docs = newDocSite()
 	if s.views == nil && cfg.Jobs != nil {
 		s.views = jobview.New(jobview.Config{Store: cfg.Store, Billing: cfg.Jobs.Billing(), Clock: cfg.Clock,
 			Limits: cfg.Jobs.Limits()})
 	}
+	s.streamer = event.NewStreams(event.StreamsConfig{Broker: cfg.Streams.Broker, Store: cfg.Store, Views: s.views,
+		Clock: cfg.Clock, Timeout: cfg.Streams.Timeout, PingInterval: cfg.Streams.PingInterval,
+		ReplayLimit: cfg.Streams.ReplayLimit})
 	if s.enroll == nil {
 		s.enroll = enroll.New(cfg.Store, cfg.Clock)
 	}

@@ -31,14 +31,17 @@ type LedgerPage struct {
 	PageInfo
 }
 
-// Hold reserves money for a job until the job ends and it settles.
+// Hold reserves money for a job until the job ends and it is captured
+// (for what the job used; the rest is released).
 type Hold struct {
 	ID     string `json:"id"`
 	JobID  string `json:"job_id"`
 	Status string `json:"status"` // active, released, captured, partially_captured, expired
 	// AmountUSD is what was reserved; CapturedUSD what the job was charged
-	// when it settled; ReleasedUSD what went back to the available balance
-	// (amount minus captured once settled, 0 while active).
+	// when it was captured; ReleasedUSD what went back to the available
+	// balance (amount minus captured once captured, 0 while active).
+	// SettledAt is when it was captured: the wire name is the spec's, kept
+	// from before holds said "capture" (x402 payments "settle").
 	AmountUSD   USD        `json:"amount_usd"`
 	CapturedUSD USD        `json:"captured_usd"`
 	ReleasedUSD USD        `json:"released_usd"`

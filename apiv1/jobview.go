@@ -102,9 +102,9 @@ type JobHold struct {
 // JobCost is summary.cost: what the job has cost so far.
 type JobCost struct {
 	// ChargedUSD is what the account pays for the job: once the job has
-	// ended and its hold settled, what the hold captured; before that, what
-	// its ended attempts were metered (running attempts are metered when
-	// they end).
+	// ended and its hold was captured, what the hold captured; before that,
+	// what its ended attempts were metered (running attempts are metered
+	// when they end).
 	ChargedUSD USD `json:"charged_usd"`
 	// MeteredUSD and BilledSeconds sum the job's metered attempts. A charge
 	// never exceeds the hold, so ChargedUSD may be below MeteredUSD.

@@ -129,7 +129,7 @@ func LedgerEntryView(e *store.LedgerEntry) apiv1.LedgerEntry {
 // HoldView renders a hold for the API.
 func HoldView(h *store.Hold) apiv1.Hold {
 	v := apiv1.Hold{ID: h.ID, JobID: h.JobID, Status: h.Status, AmountUSD: apiv1.USD(h.AmountMicros),
-		CapturedUSD: apiv1.USD(h.CapturedMicros), CreatedAt: h.CreatedAt, SettledAt: h.ClosedAt}
+		CapturedUSD: apiv1.USD(h.CapturedMicros), CreatedAt: h.CreatedAt, SettledAt: h.CapturedAt}
 	if h.Status != store.HoldActive {
 		v.ReleasedUSD = apiv1.USD(h.AmountMicros - h.CapturedMicros)
 	}
@@ -139,5 +139,5 @@ func HoldView(h *store.Hold) apiv1.Hold {
 // JobHoldView renders a job's hold for its summary (billing_hold).
 func JobHoldView(h *store.Hold) apiv1.JobHold {
 	return apiv1.JobHold{ID: h.ID, Status: h.Status, AmountUSD: apiv1.USD(h.AmountMicros),
-		CapturedUSD: apiv1.USD(h.CapturedMicros), SettledAt: h.ClosedAt}
+		CapturedUSD: apiv1.USD(h.CapturedMicros), SettledAt: h.CapturedAt}
 }

@@ -171,12 +171,12 @@ func (s *Service) Grow(ctx context.Context, q store.Querier, h *store.Hold, amou
 	return grown, avail, nil
 }
 
-// CaptureHold ends a terminal job's hold, exactly once, in q's transaction (the
+// Capture ends a terminal job's hold, exactly once, in q's transaction (the
 // one that ended the job): the metered total of its attempts, at most the
 // hold, is charged to the ledger as one job_charge entry, and the hold is
 // captured, partially captured or released. A job without a hold, or whose
-// hold was captured or released already, is left alone.
-func CaptureHold(ctx context.Context, q store.Querier, jobID string, now time.Time) error {
+// hold was captured already, is left alone.
+func Capture(ctx context.Context, q store.Querier, jobID string, now time.Time) error {
 	h, err := q.HoldGetByJob(ctx, jobID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -201,7 +201,7 @@ func CaptureHold(ctx context.Context, q store.Querier, jobID string, now time.Ti
 	}
 	if _, err := q.HoldCapture(ctx, &store.HoldCaptureParams{ID: h.ID, Status: status, CapturedMicros: capture, Now: now}); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return nil // closed by a concurrent end: once only
+			return nil // captured by a concurrent end: once only
 		}
 		return fmt.Errorf("capture hold %s: %w", h.ID, err)
 	}

@@ -1,11 +1,20 @@
-// Package event delivers job lifecycle events to live streams. The events
-// the job service writes in each state change's transaction are the only
-// source: the broker tails the store's event feed (store.JobEventFeed, in
-// position order) and hands each new event to the subscribers it concerns.
-// A wake-up (a local commit, or on PostgreSQL a notification from any
-// controller) makes it read the feed at once; a slow poll covers a lost
-// wake-up. Subscribers have bounded buffers: one that falls behind is
-// closed, never waited for, and its client resumes from the store.
+// Package event owns the live streams of job lifecycle events (spec 6):
+// the broker that fans the store's event feed out to subscribers, and the
+// stream engine that runs each stream over it (subscribe, resume from a
+// Last-Event-ID, snapshot, follow, ping, time out) and builds its frames.
+//
+// The events the job service writes in each state change's transaction are
+// the only source: the broker tails the store's event feed
+// (store.JobEventFeed, in position order) and hands each new event to the
+// subscribers it concerns. A wake-up (a local commit, or on PostgreSQL a
+// notification from any controller) makes it read the feed at once; a slow
+// poll covers a lost wake-up. Subscribers have bounded buffers: one that
+// falls behind is closed, never waited for, and its client resumes from
+// the store.
+//
+// Writing frames to a client is an adapter's (Sink; httpapi writes them as
+// server-sent events): this package does not know HTTP, and the layering
+// test keeps it so.
 package event
 
 import (

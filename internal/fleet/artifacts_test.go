@@ -16,6 +16,7 @@ import (
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/jobview"
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 	"github.com/skiffhq/skiff/internal/store"
 )
@@ -144,8 +145,8 @@ func TestArtifactInputsAndOutputs(t *testing.T) {
 		t.Errorf("task output: got %d bytes, want the 10 KB window", len(tasks[0].Output))
 	}
 	// The task view lists them (what GET /jobs/{id}/tasks shows).
-	v := job.TaskView(tasks[0], nil, time.Now())
-	job.WithArtifacts(&v, arts)
+	v := jobview.TaskView(tasks[0], nil, time.Now())
+	jobview.WithArtifacts(&v, arts)
 	if len(v.Artifacts) != 4 || v.OutputArtifactID == nil || *v.OutputArtifactID != logs[0].ID || !v.ResultSpilled ||
 		v.ResultArtifactID == nil || *v.ResultArtifactID != spilled.ArtifactID || v.ResultFilename == nil || *v.ResultFilename != "result.json" {
 		t.Errorf("task view: got artifacts %+v output %v spilled %v, want 4 artifacts, the log and the spilled result", v.Artifacts, v.OutputArtifactID, v.ResultSpilled)

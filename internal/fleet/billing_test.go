@@ -127,7 +127,7 @@ func checkMoney(t *testing.T, h *harness, jobs []*store.Job) {
 		if err != nil {
 			t.Fatalf("job %s: hold: %v", j.ID, err)
 		}
-		if hold.Status == store.HoldActive || hold.ClosedAt == nil {
+		if hold.Status == store.HoldActive || hold.CapturedAt == nil {
 			t.Errorf("job %s (%s): hold still %s", j.ID, j.Status, hold.Status)
 		}
 		_, atts := h.tasks(j)
@@ -163,7 +163,7 @@ func checkMoney(t *testing.T, h *harness, jobs []*store.Job) {
 			metered += a.CostMicros
 		}
 		// The hold covers what was billed (it grows with billed requeues),
-		// so settlement charges every metered attempt.
+		// so the hold's capture charges every metered attempt.
 		if metered > hold.AmountMicros {
 			t.Errorf("job %s: metered %d, above its hold of %d", j.ID, metered, hold.AmountMicros)
 		}
@@ -217,5 +217,5 @@ func checkMoney(t *testing.T, h *harness, jobs []*store.Job) {
 	if bal.LedgerMicros != sum || bal.HeldMicros != 0 || len(holds) != 0 || bal.ActiveHoldCount != 0 {
 		t.Errorf("balance %+v; ledger sums to %d, %d holds active; want equal and none", bal, sum, len(holds))
 	}
-	t.Logf("%d jobs settled; charged %s USD in all", len(jobs), apiv1.USD(100_000_000-sum))
+	t.Logf("%d jobs captured; charged %s USD in all", len(jobs), apiv1.USD(100_000_000-sum))
 }

@@ -366,7 +366,7 @@ func TestScriptedLostHostRequeues(t *testing.T) {
 // Billing through the protocol: each attempt is metered from the host's
 // start and end times at the job's rate (a minute at least), a retried
 // failure is charged, and
-// settlement leaves the ledger equal to the balance with no hold open.
+// the holds' capture leaves the ledger equal to the balance with no hold open.
 func TestScriptedBilling(t *testing.T) {
 	engines(t, func(t *testing.T, st store.Store) {
 		s := newScripted(t, st)

@@ -34,8 +34,8 @@ func billingSuite() []apiCase {
 		{"account_lists", testAccountLists},
 		{"account_list_bad_input", testAccountListBadInput},
 		{"quotes", testQuotes},
-		{"settlement", testSettlement},
-		{"settlement_captured_and_released", testSettlementCapturedAndReleased},
+		{"hold_capture", testHoldCapture},
+		{"hold_captured_and_released", testHoldCapturedAndReleased},
 		{"presets_and_pricing", testPresetsAndPricing},
 		{"reprice_within_hold", testRepriceWithinHold},
 		{"reprice_grows_hold", testRepriceGrowsHold},
@@ -723,9 +723,9 @@ var (
 )
 
 // A job run to its end: each attempt is metered per second (at least 60,
-// lost attempts free), the hold settles once to the metered total, and the
+// lost attempts free), the hold is captured once at the metered total, and the
 // ledger, holds, balance, job, tasks and result all say the same.
-func testSettlement(t *testing.T, f *fixture) {
+func testHoldCapture(t *testing.T, f *fixture) {
 	c := f.member
 	j := submitJob(t, c, map[string]any{"fan_out": map[string]any{"items": []any{map[string]any{}, map[string]any{}}},
 		"max_retries": 1, "timeout_s": 600})
@@ -807,7 +807,7 @@ func testSettlement(t *testing.T, f *fixture) {
 	if !jsonEqual(t, res.Summary, done.Summary) {
 		t.Errorf("result summary %s differs from the job's %s", res.Summary, done.Summary)
 	}
-	// Settled once: cancelling now is a 409 and charges nothing more.
+	// Captured once: cancelling now is a 409 and charges nothing more.
 	before := money(t, c)
 	c.Put(t, jobPath(j.ID, "/cancel"), nil).Fail(t, http.StatusConflict)
 	if after := money(t, c); after != before {
@@ -815,7 +815,7 @@ func testSettlement(t *testing.T, f *fixture) {
 	}
 }
 
-func testSettlementCapturedAndReleased(t *testing.T, f *fixture) {
+func testHoldCapturedAndReleased(t *testing.T, f *fixture) {
 	c := f.member
 	// A 60 s timeout and a run to it: the hold is used in full.
 	full := submitJob(t, c, map[string]any{"timeout_s": 60})

@@ -29,7 +29,7 @@ import (
 // real server, as a person would: signs in with an API key and with a
 // wallet, watches a fan-out's tasks turn green through the job stream while
 // the test runs them, opens a failed task's log, cancels a job, downloads an
-// artifact, reads the ledger after a job settles and asks for a top-up
+// artifact, reads the ledger after a job's hold is captured and asks for a top-up
 // quote. Names, tags and output full of HTML render as text. Screenshots of
 // each page go to the test's artifact directory (go test -artifacts).
 func TestConsoleBrowser(t *testing.T) {
@@ -328,7 +328,7 @@ func testConsoleWithKey(t *testing.T, f *fixture) {
 	}
 	screenshot(t, ctx, "console-jobs")
 
-	// The balance after the job settled: the ledger's charge, the same
+	// The balance after the job's hold was captured: the ledger's charge, the same
 	// available amount as the API, and a top-up quote.
 	bal := balanceOf(t, f.member)
 	step(t, ctx, "open the balance", chromedp.Navigate(base+"#/balance"), chromedp.WaitVisible(css("#ledger")))

@@ -42,7 +42,7 @@ func (s *Server) pageMarkdown(e docsite.Entry) ([]byte, error) {
 		return nil, err
 	}
 	if e.Slug == "pricing" && s.jobs != nil {
-		md = bytes.Replace(md, []byte(ratesMarker), []byte(rateTables(s.jobs.PresetList())), 1)
+		md = bytes.Replace(md, []byte(ratesMarker), []byte(rateTables(s.views.PresetList())), 1)
 	}
 	return md, nil
 }

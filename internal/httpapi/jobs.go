@@ -16,6 +16,7 @@ import (
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/jobview"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -40,11 +41,23 @@ func (s *Server) jobFor(r *http.Request, param string) (*store.Job, error) {
 
 // jobObject renders the job object with its summary.
 func (s *Server) jobObject(ctx context.Context, j *store.Job) (*apiv1.Job, error) {
-	summary, err := s.jobs.SummaryOf(ctx, j)
+	summary, err := s.views.SummaryOf(ctx, j)
 	if err != nil {
 		return nil, err
 	}
-	return job.JobView(j, summary), nil
+	return jobview.JobView(j, summary), nil
+}
+
+// admittedJobObject renders a job just submitted: as admitted when its
+// admission gave its hold (no need to read its summary back), else read.
+func (s *Server) admittedJobObject(ctx context.Context, j *store.Job, hold *store.Hold) (*apiv1.Job, error) {
+	if hold != nil {
+		if summary, err := jobview.AdmittedSummary(j, hold); err == nil {
+			return jobview.JobView(j, summary), nil
+		}
+		// Admitted all the same: read the summary.
+	}
+	return s.jobObject(ctx, j)
 }
 
 // Idempotent submission (see docs/jobs.md): the caller's key, and the
@@ -89,14 +102,12 @@ func (s *Server) jobSubmit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, summary, replayed, err := s.jobs.SubmitView(r.Context(), principal(r.Context()).Account.ID, js, key)
+	j, hold, replayed, err := s.jobs.SubmitHeld(r.Context(), principal(r.Context()).Account.ID, js, key)
 	if err != nil {
 		return err
 	}
-	var v *apiv1.Job
-	if summary != nil {
-		v = job.JobView(j, summary) // as admitted: no need to read it back
-	} else if v, err = s.jobObject(r.Context(), j); err != nil {
+	v, err := s.admittedJobObject(r.Context(), j, hold)
+	if err != nil {
 		return err
 	}
 	if replayed {
@@ -307,16 +318,16 @@ func (s *Server) jobList(w http.ResponseWriter, r *http.Request) error {
 	out := apiv1.JobList{Jobs: []apiv1.JobListEntry{}, Limit: limit, Offset: offset}
 	if !f.noMatch {
 		f.params.Limit, f.params.Offset = limit, offset
-		jobs, total, err := s.jobs.List(r.Context(), &f.params)
+		jobs, total, err := s.views.List(r.Context(), &f.params)
 		if err != nil {
 			return err
 		}
-		withOutput, err := s.jobs.JobIDsWithOutput(r.Context(), jobs)
+		withOutput, err := s.views.JobIDsWithOutput(r.Context(), jobs)
 		if err != nil {
 			return err
 		}
 		for _, j := range jobs {
-			out.Jobs = append(out.Jobs, job.JobListEntryView(j, withOutput[j.ID]))
+			out.Jobs = append(out.Jobs, jobview.JobListEntryView(j, withOutput[j.ID]))
 		}
 		out.Total = total
 	}
@@ -330,7 +341,7 @@ func (s *Server) jobOutput(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.jobs.Output(r.Context(), j)
+	out, err := s.views.Output(r.Context(), j)
 	if err != nil {
 		return err
 	}
@@ -351,20 +362,20 @@ func (s *Server) jobTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tasks, attempts, err := s.jobs.TaskPage(r.Context(), j, offset, limit)
+	tasks, attempts, err := s.views.TaskPage(r.Context(), j, offset, limit)
 	if err != nil {
 		return err
 	}
 	now := s.clock.Now()
 	out := apiv1.TaskList{Tasks: make([]apiv1.Task, 0, len(tasks)), Count: len(tasks), Total: j.TaskCount,
 		Limit: limit, Offset: offset}
-	arts, err := s.jobs.Artifacts(r.Context(), j.ID)
+	arts, err := s.views.Artifacts(r.Context(), j.ID)
 	if err != nil {
 		return err
 	}
 	for _, t := range tasks {
-		v := job.TaskView(t, attempts[t.ID], now)
-		job.WithArtifacts(&v, arts)
+		v := jobview.TaskView(t, attempts[t.ID], now)
+		jobview.WithArtifacts(&v, arts)
 		out.Tasks = append(out.Tasks, v)
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -380,13 +391,13 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	evs, err := s.jobs.Events(r.Context(), j, limit)
+	evs, err := s.views.Events(r.Context(), j, limit)
 	if err != nil {
 		return err
 	}
 	out := apiv1.JobEventList{Events: make([]apiv1.JobEvent, 0, len(evs)), Count: len(evs)}
 	for _, e := range evs {
-		out.Events = append(out.Events, job.EventView(e))
+		out.Events = append(out.Events, jobview.EventView(e))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -494,7 +505,7 @@ func (s *Server) jobMetrics(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.jobs.Metrics(r.Context(), j)
+	m, err := s.views.Metrics(r.Context(), j)
 	if err != nil {
 		return err
 	}
@@ -507,7 +518,7 @@ func (s *Server) leaseGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.jobs.Leases(r.Context(), j)
+	l, err := s.views.Leases(r.Context(), j)
 	if err != nil {
 		return err
 	}

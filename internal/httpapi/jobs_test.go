@@ -13,6 +13,7 @@ import (
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/jobview"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -132,7 +133,7 @@ func testJobSubmitShape(t *testing.T, f *fixture) {
 	if m["feedback_summary"] != nil || m["preset"] != nil {
 		t.Errorf("got feedback_summary %v preset %v, want null", m["feedback_summary"], m["preset"])
 	}
-	if j.Links != job.JobLinksOf(j.ID) || j.Links.Self != "/api/v1/jobs/"+j.ID {
+	if j.Links != jobview.JobLinksOf(j.ID) || j.Links.Self != "/api/v1/jobs/"+j.ID {
 		t.Errorf("got links %+v", j.Links)
 	}
 	s, sm := summaryOf(t, &j)
@@ -632,7 +633,7 @@ func testCancelQueued(t *testing.T, f *fixture) {
 		t.Errorf("cancelled job: got summary %s error %v", c.Summary, c.Error)
 	}
 	f.member.Put(t, "/api/v1/projects/nope/cancel-queued", nil).Fail(t, http.StatusNotFound)
-	// Their holds are settled: nothing was used, everything released.
+	// Their holds are captured: nothing was used, everything released.
 	for _, jobID := range []string{qa.ID, qb.ID, plan.ID, dep.ID} {
 		h, err := f.e.Store.HoldGetByJob(t.Context(), jobID)
 		if err != nil || h.Status != store.HoldReleased || h.CapturedMicros != 0 {

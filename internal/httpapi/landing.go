@@ -17,7 +17,7 @@ import (
 func (s *Server) landing(w http.ResponseWriter, r *http.Request) error {
 	data := landingData{CSS: template.CSS(docsite.SiteCSS + landingCSS), JS: template.JS(landingJS)}
 	if s.jobs != nil {
-		l := s.jobs.PresetList()
+		l := s.views.PresetList()
 		data.Pricing = l.Pricing
 		for _, p := range l.Presets {
 			data.Presets = append(data.Presets, landingPreset{Name: p.Name, Shape: shape(p.Requirements),

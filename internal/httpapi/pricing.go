@@ -16,7 +16,7 @@ const ratesMarker = "<!-- skiff:rates -->"
 // presets answers GET /api/v1/presets: the operator's presets at the
 // current rates.
 func (s *Server) presets(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, s.jobs.PresetList())
+	writeJSON(w, http.StatusOK, s.views.PresetList())
 	return nil
 }
 

@@ -122,7 +122,7 @@ func testRepriceWithinHold(t *testing.T, f *fixture) {
 
 // A dearer edit the hold does not cover grows the hold from the available
 // balance in the same transaction; the ledger is untouched until
-// settlement. A cheaper edit afterwards leaves the hold as it is.
+// its capture. A cheaper edit afterwards leaves the hold as it is.
 func testRepriceGrowsHold(t *testing.T, f *fixture) {
 	c := f.member
 	j := submitSmall(t, c, fixtureProject, 1, 0)
@@ -160,10 +160,10 @@ func testRepriceGrowsHold(t *testing.T, f *fixture) {
 	runAttempt(t, f, j.ID, 60*time.Second, succeed) // 465 at the 256 MB rate
 	h = holdOf(t, c, j.ID)
 	if h.Status != "partially_captured" || h.CapturedUSD != 465 || h.ReleasedUSD != held512-465 {
-		t.Errorf("settled hold: got %+v, want 465 captured of %d", h, held512)
+		t.Errorf("captured hold: got %+v, want 465 captured of %d", h, held512)
 	}
 	if bal := balanceAgrees(t, c); bal.LedgerBalanceUSD != grantMicros-465 || bal.HeldUSD != 0 {
-		t.Errorf("balance after settlement: got %+v", bal)
+		t.Errorf("balance after the capture: got %+v", bal)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/fault"
-	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/jobview"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -59,26 +59,26 @@ func (s *Server) resultGet(w http.ResponseWriter, r *http.Request) error {
 	// The page is read from the store, never the whole job: the summary
 	// comes from the counts (or the summary stored when the job ended) and
 	// result_count and output_count are counted in the store.
-	tasks, err := s.jobs.TaskRowsPage(r.Context(), j, offset, limit)
+	tasks, err := s.views.TaskRowsPage(r.Context(), j, offset, limit)
 	if err != nil {
 		return err
 	}
-	summary, err := s.jobs.SummaryOf(r.Context(), j)
+	summary, err := s.views.SummaryOf(r.Context(), j)
 	if err != nil {
 		return err
 	}
-	out := apiv1.JobResult{ResultCommon: job.ResultCommonView(j, summary), Results: make([]apiv1.ResultTask, 0, len(tasks)),
+	out := apiv1.JobResult{ResultCommon: jobview.ResultCommonView(j, summary), Results: make([]apiv1.ResultTask, 0, len(tasks)),
 		Limit: limit, Offset: offset}
-	if out.ResultCount, out.OutputCount, err = s.jobs.ResultCounts(r.Context(), j); err != nil {
+	if out.ResultCount, out.OutputCount, err = s.views.ResultCounts(r.Context(), j); err != nil {
 		return err
 	}
-	arts, err := s.jobs.Artifacts(r.Context(), j.ID)
+	arts, err := s.views.Artifacts(r.Context(), j.ID)
 	if err != nil {
 		return err
 	}
-	out.ArtifactIDs = job.ArtifactIDsOf(arts, "")
+	out.ArtifactIDs = jobview.ArtifactIDsOf(arts, "")
 	for _, t := range tasks {
-		out.Results = append(out.Results, job.ResultTaskWithArtifacts(t, arts))
+		out.Results = append(out.Results, jobview.ResultTaskWithArtifacts(t, arts))
 	}
 	out.Count = len(out.Results)
 	writeJSON(w, http.StatusOK, out)
@@ -134,7 +134,7 @@ func (s *Server) resultList(w http.ResponseWriter, r *http.Request) error {
 		key, groups := string(groupBy), []apiv1.ResultGroup{}
 		out.GroupBy, out.Groups = &key, &groups
 		if !f.noMatch {
-			gs, err := s.jobs.Groups(r.Context(), &f.params, groupBy)
+			gs, err := s.views.Groups(r.Context(), &f.params, groupBy)
 			if err != nil {
 				return err
 			}
@@ -145,7 +145,7 @@ func (s *Server) resultList(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !f.noMatch {
 		f.params.Limit, f.params.Offset = limit, offset
-		jobs, total, err := s.jobs.List(r.Context(), &f.params)
+		jobs, total, err := s.views.List(r.Context(), &f.params)
 		if err != nil {
 			return err
 		}
@@ -193,33 +193,33 @@ func resultGroupView(g store.JobGroup) apiv1.ResultGroup {
 
 func (s *Server) resultListEntry(r *http.Request, j *store.Job, includeTasks bool) (apiv1.ResultListEntry, error) {
 	if !includeTasks {
-		summary, err := s.jobs.SummaryOf(r.Context(), j)
+		summary, err := s.views.SummaryOf(r.Context(), j)
 		if err != nil {
 			return apiv1.ResultListEntry{}, err
 		}
-		return apiv1.ResultListEntry{ResultCommon: job.ResultCommonView(j, summary)}, nil
+		return apiv1.ResultListEntry{ResultCommon: jobview.ResultCommonView(j, summary)}, nil
 	}
-	tasks, err := s.jobs.TaskRowsPage(r.Context(), j, 0, apiv1.MaxResultListTasks)
+	tasks, err := s.views.TaskRowsPage(r.Context(), j, 0, apiv1.MaxResultListTasks)
 	if err != nil {
 		return apiv1.ResultListEntry{}, err
 	}
-	summary, err := s.jobs.SummaryOf(r.Context(), j)
+	summary, err := s.views.SummaryOf(r.Context(), j)
 	if err != nil {
 		return apiv1.ResultListEntry{}, err
 	}
-	arts, err := s.jobs.Artifacts(r.Context(), j.ID)
+	arts, err := s.views.Artifacts(r.Context(), j.ID)
 	if err != nil {
 		return apiv1.ResultListEntry{}, err
 	}
 	results := make([]apiv1.ResultTask, 0, len(tasks))
 	for _, t := range tasks {
-		results = append(results, job.ResultTaskWithArtifacts(t, arts))
+		results = append(results, jobview.ResultTaskWithArtifacts(t, arts))
 	}
-	nr, no, err := s.jobs.ResultCounts(r.Context(), j)
+	nr, no, err := s.views.ResultCounts(r.Context(), j)
 	if err != nil {
 		return apiv1.ResultListEntry{}, err
 	}
 	truncated := j.TaskCount > int64(len(tasks))
-	return apiv1.ResultListEntry{ResultCommon: job.ResultCommonView(j, summary), Results: &results,
+	return apiv1.ResultListEntry{ResultCommon: jobview.ResultCommonView(j, summary), Results: &results,
 		ResultCount: &nr, OutputCount: &no, ResultsTruncated: &truncated}, nil
 }

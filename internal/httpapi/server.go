@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"runtime"
 	"sync/atomic"
 
 	"github.com/skiffhq/skiff/internal/artifact"
@@ -17,7 +16,9 @@ import (
 	"github.com/skiffhq/skiff/internal/diskfree"
 	"github.com/skiffhq/skiff/internal/docsite"
 	"github.com/skiffhq/skiff/internal/enroll"
+	"github.com/skiffhq/skiff/internal/event"
 	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/jobview"
 	"github.com/skiffhq/skiff/internal/metrics"
 	"github.com/skiffhq/skiff/internal/payment"
 	"github.com/skiffhq/skiff/internal/project"
@@ -37,6 +38,9 @@ type Config struct {
 	Billing  *billing.Service
 	Projects *project.Service
 	Jobs     *job.Service
+	// Views reads what the API shows of jobs; nil: one over Store with
+	// Jobs' billing and limits.
+	Views *jobview.Service
 	// Artifacts keeps uploaded and produced files (spec 4.7).
 	Artifacts *artifact.Service
 	Version   string
@@ -78,6 +82,7 @@ type Server struct {
 	billing   *billing.Service
 	projects  *project.Service
 	jobs      *job.Service
+	views     *jobview.Service
 	artifacts *artifact.Service
 	version   string
 	payments  *payment.Service
@@ -86,10 +91,9 @@ type Server struct {
 
 	streams    StreamConfig
 	streamCaps streamCaps
-	// streamWork bounds how many streams build and write frames at once
-	// (see follow): a burst of frames never takes every core from the
-	// requests beside it.
-	streamWork chan struct{}
+	// streamer runs the streams (package event); this package writes
+	// their frames as server-sent events.
+	streamer *event.Streams
 
 	metrics      *metrics.Set
 	metricsToken string
@@ -114,15 +118,21 @@ type Server struct {
 // New builds the server and its route table.
 func New(cfg Config) *Server {
 	s := &Server{log: cfg.Logger, clock: cfg.Clock, store: cfg.Store, auth: cfg.Auth, billing: cfg.Billing,
-		projects: cfg.Projects, jobs: cfg.Jobs, artifacts: cfg.Artifacts, version: cfg.Version, payments: cfg.Payments,
+		projects: cfg.Projects, jobs: cfg.Jobs, views: cfg.Views, artifacts: cfg.Artifacts, version: cfg.Version, payments: cfg.Payments,
 		limitAddress: ratelimit.NewKeyed(orDefault(cfg.AuthRatePerAddress, DefaultAuthRatePerAddress)),
 		limitIP:      ratelimit.NewKeyed(orDefault(cfg.AuthRatePerIP, DefaultAuthRatePerIP)),
 		streams:      cfg.Streams, metrics: cfg.Metrics, metricsToken: cfg.MetricsToken, diskFree: cfg.DiskFree,
 		contact: cfg.Contact, trustedProxies: cfg.TrustedProxies, enroll: cfg.Enroll,
 		hostBinary: cfg.HostBinary, runscBinary: cfg.RunscBinary}
 	s.streams.fill()
-	s.streamWork = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 	s.docs = newDocSite()
+	if s.views == nil && cfg.Jobs != nil {
+		s.views = jobview.New(jobview.Config{Store: cfg.Store, Billing: cfg.Jobs.Billing(), Clock: cfg.Clock,
+			Limits: cfg.Jobs.Limits()})
+	}
+	s.streamer = event.NewStreams(event.StreamsConfig{Broker: cfg.Streams.Broker, Store: cfg.Store, Views: s.views,
+		Clock: cfg.Clock, Timeout: cfg.Streams.Timeout, PingInterval: cfg.Streams.PingInterval,
+		ReplayLimit: cfg.Streams.ReplayLimit})
 	if s.enroll == nil {
 		s.enroll = enroll.New(cfg.Store, cfg.Clock)
 	}

@@ -14,41 +14,34 @@ import (
 	"github.com/skiffhq/skiff/internal/fault"
 )
 
-// StreamConfig configures the server-sent event streams (docs/streams.md).
+// StreamConfig configures the server-sent event streams (docs/streams.md):
+// the engine's part (event.StreamsConfig) and the HTTP side's.
 type StreamConfig struct {
 	// Broker wakes streams when events commit; nil answers every stream
 	// 503.
 	Broker *event.Broker
 	// Timeout is a stream's life; it then sends a timeout frame and ends.
-	// Default 1 hour.
+	// Default (event's) 1 hour.
 	Timeout time.Duration
 	// PingInterval is how often an idle stream sends a ping frame. Default
-	// 15 s.
+	// (event's) 15 s.
 	PingInterval time.Duration
 	// PerAccount caps the streams one account holds open; one more gets
 	// 429 with Retry-After. Default 100.
 	PerAccount int
 	// ReplayLimit is the most events a resume replays: a client that
 	// missed more gets a fresh snapshot (resync gap_too_large). Default
-	// 10,000.
+	// (event's) 10,000.
 	ReplayLimit int
 	// WriteTimeout bounds the write of one frame: a client that does not
 	// read is dropped. Default 10 s.
 	WriteTimeout time.Duration
 }
 
+// fill fills in the HTTP side's defaults; the engine fills its own.
 func (c *StreamConfig) fill() {
-	if c.Timeout <= 0 {
-		c.Timeout = time.Hour
-	}
-	if c.PingInterval <= 0 {
-		c.PingInterval = 15 * time.Second
-	}
 	if c.PerAccount <= 0 {
 		c.PerAccount = 100
-	}
-	if c.ReplayLimit <= 0 {
-		c.ReplayLimit = 10000
 	}
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = 10 * time.Second
@@ -106,13 +99,14 @@ func lastEventID(r *http.Request) (pos int64, ok, valid bool) {
 	return n, true, true
 }
 
-// sseWriter writes frames of one stream.
+// sseWriter writes frames of one stream: the engine's event.Sink over an
+// HTTP response.
 type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
-	// held, when set, collects frames instead of writing them; release
-	// writes them (see Server.streamTurn).
+	// held, when set, collects frames instead of writing them; Release
+	// writes them (see event.Sink).
 	held *strings.Builder
 }
 
@@ -133,11 +127,13 @@ func startSSE(w http.ResponseWriter, r *http.Request, timeout time.Duration) (*s
 	return s, s.raw("retry: 1000\n\n")
 }
 
-// hold makes frames collect in memory until release.
-func (s *sseWriter) hold() { s.held = &strings.Builder{} }
+var _ event.Sink = (*sseWriter)(nil)
 
-// release writes the frames collected since hold, in one write.
-func (s *sseWriter) release() error {
+// Hold makes frames collect in memory until Release.
+func (s *sseWriter) Hold() { s.held = &strings.Builder{} }
+
+// Release writes the frames collected since Hold, in one write.
+func (s *sseWriter) Release() error {
 	text := s.held.String()
 	s.held = nil
 	if text == "" {
@@ -158,8 +154,8 @@ func (s *sseWriter) raw(text string) error {
 	return s.rc.Flush()
 }
 
-// frame writes one event named name; id is omitted when empty.
-func (s *sseWriter) frame(name, id string, v any) error {
+// Frame writes one event named name; id is omitted when empty.
+func (s *sseWriter) Frame(name, id string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -173,5 +169,3 @@ func (s *sseWriter) frame(name, id string, v any) error {
 	b.WriteString("\n\n")
 	return s.raw(b.String())
 }
-
-func posID(p int64) string { return strconv.FormatInt(p, 10) }

@@ -11,6 +11,7 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/fault"
 	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/jobview"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -131,7 +132,7 @@ func TestIdempotentSubmit(t *testing.T) {
 // The job a submission answers with shows the same summary (task counts,
 // completeness, hold and cost) as a read of the job right after it; a
 // replay of an Idempotency-Key leaves the summary to that read.
-func TestSubmitViewShowsWhatAReadShows(t *testing.T) {
+func TestSubmitHeldShowsWhatAReadShows(t *testing.T) {
 	onEngines(t, func(t *testing.T, b *bundle) {
 		ctx := t.Context()
 		for i, body := range []string{
@@ -139,11 +140,15 @@ func TestSubmitViewShowsWhatAReadShows(t *testing.T) {
 			`{"project":"demo","runner_command":["/r"],"payload":{},"fan_out":{"items":[{},{},{}]},"max_retries":2}`,
 		} {
 			key := job.Idempotency{Key: fmt.Sprintf("view-%d", i), RequestHash: "h"}
-			j, summary, replayed, err := b.svc.SubmitView(ctx, b.account, decode(t, body), key)
-			if err != nil || replayed || summary == nil {
-				t.Fatalf("submit %d: summary %s, replayed %v, %v; want a summary", i, summary, replayed, err)
+			j, hold, replayed, err := b.svc.SubmitHeld(ctx, b.account, decode(t, body), key)
+			if err != nil || replayed || hold == nil {
+				t.Fatalf("submit %d: hold %v, replayed %v, %v; want a hold", i, hold, replayed, err)
 			}
-			read, err := b.svc.SummaryOf(ctx, j)
+			summary, err := jobview.AdmittedSummary(j, hold)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read, err := b.views.SummaryOf(ctx, j)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,9 +162,9 @@ func TestSubmitViewShowsWhatAReadShows(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("submit %d answered summary\n%s\nbut a read shows\n%s", i, summary, read)
 			}
-			again, summary, replayed, err := b.svc.SubmitView(ctx, b.account, decode(t, body), key)
-			if err != nil || !replayed || again.ID != j.ID || summary != nil {
-				t.Errorf("resend %d: job %v, replayed %v, summary %s, %v; want the same job replayed, no summary", i, again, replayed, summary, err)
+			again, hold, replayed, err := b.svc.SubmitHeld(ctx, b.account, decode(t, body), key)
+			if err != nil || !replayed || again.ID != j.ID || hold != nil {
+				t.Errorf("resend %d: job %v, replayed %v, hold %v, %v; want the same job replayed, no hold", i, again, replayed, hold, err)
 			}
 		}
 	})

@@ -59,7 +59,7 @@ func cost(rate, secs int64) int64 { return (rate*secs + 3599) / 3600 }
 
 // moneyOf checks the money of an ended job: its attempts were billed
 // wantSecs (in order; 0 for a free one), one job_charge of their total is
-// in the ledger, the hold captured to it, nothing is held, and the balance
+// in the ledger, the hold captured at it, nothing is held, and the balance
 // is the grant less every charge. It returns the job's charge.
 func moneyOf(t *testing.T, b *bundle, jobID string, wantSecs []int64) int64 {
 	t.Helper()
@@ -220,7 +220,7 @@ func TestBilledRequeuesGrowTheHold(t *testing.T) {
 				t.Errorf("after requeue %d: hold %d (%s), want %d", i+1, h.AmountMicros, h.Status, want)
 			}
 		}
-		evs, err := b.svc.Events(ctx, j, 100)
+		evs, err := b.views.Events(ctx, j, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func upTo(host string, n int) func([]job.Claimed) *store.TaskClaimParams {
 
 func countEvents(t *testing.T, b *bundle, j *store.Job, kind string) int {
 	t.Helper()
-	evs, err := b.svc.Events(t.Context(), j, 10_000)
+	evs, err := b.views.Events(t.Context(), j, 10_000)
 	if err != nil {
 		t.Fatal(err)
 	}

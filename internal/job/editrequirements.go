@@ -72,7 +72,7 @@ func (s *Service) EditRequirements(ctx context.Context, accountID, jobID string,
 			if price.billing != nil {
 				// After TaskSetRequirements: the job's open tasks are locked
 				// (no attempt of theirs can be claimed or end meanwhile),
-				// and the account is locked last, as settlement does.
+				// and the account is locked last, as a hold's capture does.
 				var rp *repriced
 				if rp, err = s.reprice(ctx, q, j, sub, price, now); err != nil {
 					short = rp.short()
@@ -124,7 +124,7 @@ type editPrice struct {
 // records the admission).
 func (s *Service) priceEdit(j *store.Job, sub submit.Submission, reqs submit.Requirements) (editPrice, error) {
 	r := s.billing.Rates()
-	oldCap, newCap := capacityOf(sub.Requirements, sub.PlacementPolicy), capacityOf(reqs, sub.PlacementPolicy)
+	oldCap, newCap := CapacityOf(sub.Requirements, sub.PlacementPolicy), CapacityOf(reqs, sub.PlacementPolicy)
 	if r.BilledMicrosPerHour(oldCap) == r.BilledMicrosPerHour(newCap) {
 		return editPrice{}, nil
 	}
@@ -171,7 +171,7 @@ func (r *repriced) short() int64 {
 // less the retries it used; free requeues use none): an attempt already
 // claimed at the rate it was claimed at, the others at the new rate, each
 // held for the runtime cap as at admission. The hold never shrinks here;
-// settlement releases what was not used. ErrInsufficient (with lacking set)
+// its capture releases what was not used. ErrInsufficient (with lacking set)
 // when the balance cannot cover the increase.
 func (s *Service) reprice(ctx context.Context, q store.Querier, j *store.Job, sub submit.Submission, price editPrice, now time.Time) (*repriced, error) {
 	h, err := q.HoldGetByJob(ctx, j.ID)
@@ -182,7 +182,7 @@ func (s *Service) reprice(ctx context.Context, q store.Querier, j *store.Job, su
 		return nil, fmt.Errorf("hold of %s: %w", j.ID, err)
 	}
 	if h.Status != store.HoldActive {
-		return nil, store.ErrConflict // ended meanwhile (its hold captured)
+		return nil, store.ErrConflict // captured: the job ended meanwhile
 	}
 	tasks, err := q.TaskList(ctx, j.ID)
 	if err != nil {
@@ -254,4 +254,12 @@ func withRequirements(request json.RawMessage, reqs submit.Requirements) (json.R
 	}
 	m["Requirements"] = raw // submit.Submission is stored with Go field names
 	return json.Marshal(m)
+}
+
+// submissionOf reads the normalised submission stored with a job. A job
+// stored without one (older rows, tests) reads as the zero submission.
+func submissionOf(j *store.Job) submit.Submission {
+	var sub submit.Submission
+	_ = json.Unmarshal(j.Request, &sub)
+	return sub
 }

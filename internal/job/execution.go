@@ -434,7 +434,7 @@ func (s *Service) endIfDone(ctx context.Context, q store.Querier, jobID string, 
 		}
 		return err
 	}
-	if err := billing.CaptureHold(ctx, q, j.ID, now); err != nil {
+	if err := billing.Capture(ctx, q, j.ID, now); err != nil {
 		return err
 	}
 	if err := s.event(ctx, q, j.ID, "", "", "job."+string(to), map[string]any{"task_outcome_counts": c}, now); err != nil {

@@ -51,7 +51,7 @@ func TestClaimWorkEndsWhatItCannotDescribe(t *testing.T) {
 		if err != nil || len(works) != 0 {
 			t.Fatalf("ClaimWork: %d works, %v; want none handed out", len(works), err)
 		}
-		tasks, attempts, err := b.svc.Tasks(t.Context(), j)
+		tasks, attempts, err := b.views.Tasks(t.Context(), j)
 		if err != nil || len(tasks) != 1 {
 			t.Fatal(tasks, err)
 		}

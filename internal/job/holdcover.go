@@ -16,7 +16,7 @@ import (
 // Admission holds tasks x (1 + max_retries) attempts at the runtime cap;
 // requeues outside the retry budget (exit 137, OOM kills, declared infra
 // failures) are billed since issue 28 but were not in that count, and an
-// attempt may run past runtime_hint_s up to timeout_s. Settlement never
+// attempt may run past runtime_hint_s up to timeout_s. Capture never
 // charges more than the hold, so without this such attempts would be free.
 
 // holdNeeded is what job j's hold must cover: what its attempts were
@@ -81,7 +81,7 @@ func needsCover(d Decision, cost, rate int64, sub *submit.Submission) bool {
 // (billing.Grow). When the balance cannot cover that: with requeued set
 // (the end requeued its task) a *holdShortError, so that the caller fails
 // the task instead of running an attempt nobody pays for; otherwise the
-// hold grows by what is available, and settlement charges at most the hold.
+// hold grows by what is available, and its capture charges at most the hold.
 // It returns by how much the hold grew.
 func (s *Service) coverHold(ctx context.Context, q store.Querier, jobID string, sub *submit.Submission, requeued bool, now time.Time) (int64, error) {
 	// Lock order: task and attempt (the caller's), job, account, as a

@@ -1,5 +1,7 @@
-// Package job owns jobs: admission of submissions into jobs and tasks, their
-// lifecycle (section 3.1 of the spec), and the views the API shows.
+// Package job owns jobs: admission of submissions into jobs and tasks and
+// their lifecycle (section 3.1 of the spec). It is the write side: the views
+// the API shows are read apart, in package jobview, which reads what this
+// package writes and is never imported by it.
 //
 // Execution (the scheduler and the hosts that run attempts) lands on top of
 // this: tasks wait in "queued" until a host claims them through the store.
@@ -25,7 +27,7 @@ import (
 	"github.com/skiffhq/skiff/internal/store"
 )
 
-// Service admits and reads jobs.
+// Service admits jobs and changes them.
 type Service struct {
 	store   store.Store
 	billing *billing.Service
@@ -81,6 +83,9 @@ func New(cfg Config) *Service {
 // Billing is the billing service that prices and holds admissions.
 func (s *Service) Billing() *billing.Service { return s.billing }
 
+// Limits are the operator's limits and presets submissions are held to.
+func (s *Service) Limits() submit.Limits { return s.limits }
+
 var priorities = map[string]int{
 	apiv1.PriorityHigh: store.PriorityHigh, apiv1.PriorityNormal: store.PriorityNormal, apiv1.PriorityLow: store.PriorityLow,
 }
@@ -109,19 +114,20 @@ const MaxIdempotencyKeyBytes = 255
 // is a 409. A refused request (422, 402) stores no key, so resending the
 // same request after fixing the cause (funding the account) is admitted.
 func (s *Service) SubmitIdempotent(ctx context.Context, accountID string, js *apiv1.JobSubmit, key Idempotency) (*store.Job, bool, error) {
-	j, _, replayed, err := s.SubmitView(ctx, accountID, js, key)
+	j, _, replayed, err := s.SubmitHeld(ctx, accountID, js, key)
 	return j, replayed, err
 }
 
-// SubmitView is SubmitIdempotent that also gives the summary of a job it
-// admitted queued, as SummaryOf would read it right after the commit: the
-// admission knows it (every task queued, the hold it reserved, nothing
-// metered), and reading it back cost a tenth of an admission's CPU
-// (docs/bench.md). Nil for a replay or a planning job: ask SummaryOf.
-func (s *Service) SubmitView(ctx context.Context, accountID string, js *apiv1.JobSubmit, key Idempotency) (*store.Job, json.RawMessage, bool, error) {
+// SubmitHeld is SubmitIdempotent that also gives the hold of a job it
+// admitted queued: with every task queued and nothing metered, the hold is
+// all its summary needs besides the job (jobview.AdmittedSummary), and
+// reading the summary back cost a tenth of an admission's CPU
+// (docs/bench.md). Nil for a replay or a planning job: read its summary
+// (jobview.Service.SummaryOf).
+func (s *Service) SubmitHeld(ctx context.Context, accountID string, js *apiv1.JobSubmit, key Idempotency) (*store.Job, *store.Hold, bool, error) {
 	if key.Key == "" {
-		j, summary, err := s.submit(ctx, accountID, js, nil)
-		return j, summary, false, err
+		j, hold, err := s.submit(ctx, accountID, js, nil)
+		return j, hold, false, err
 	}
 	if err := checkKey(key.Key); err != nil {
 		return nil, nil, false, err
@@ -137,17 +143,17 @@ func checkKey(key string) error {
 	return nil
 }
 
-func (s *Service) submitOnce(ctx context.Context, accountID string, js *apiv1.JobSubmit, key Idempotency) (*store.Job, json.RawMessage, bool, error) {
+func (s *Service) submitOnce(ctx context.Context, accountID string, js *apiv1.JobSubmit, key Idempotency) (*store.Job, *store.Hold, bool, error) {
 	if j, replayed, err := s.replay(ctx, accountID, key); replayed || err != nil {
 		return j, nil, replayed, err
 	}
-	j, summary, err := s.submit(ctx, accountID, js, &key)
+	j, hold, err := s.submit(ctx, accountID, js, &key)
 	if errors.Is(err, store.ErrConflict) {
 		// A concurrent request with the same key won the race.
 		j, replayed, err := s.replay(ctx, accountID, key)
 		return j, nil, replayed, err
 	}
-	return j, summary, false, err
+	return j, hold, false, err
 }
 
 // A batch sent with an Idempotency-Key (POST /jobs/batch) is admitted entry
@@ -210,7 +216,9 @@ func (s *Service) replay(ctx context.Context, accountID string, key Idempotency)
 	return j, true, nil
 }
 
-func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSubmit, key *Idempotency) (*store.Job, json.RawMessage, error) {
+// submit admits a submission; the hold is given only for a job admitted
+// queued (see SubmitHeld).
+func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSubmit, key *Idempotency) (*store.Job, *store.Hold, error) {
 	sub, err := submit.Validate(js, s.limits)
 	if err != nil {
 		return nil, nil, err
@@ -282,7 +290,7 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 	event, _ := json.Marshal(map[string]any{"status": status, "task_count": len(tasks), "revision": rev.ContentHash})
 	quote, rate := s.billing.Quote(billing.JobShape{Tasks: len(tasks), MaxRetries: sub.MaxRetries, TimeoutS: sub.TimeoutS,
 		RuntimeHintS: sub.RuntimeHintS, Profile: sub.Requirements.Profile, ReliabilityMode: sub.ReliabilityMode,
-		Capacity: capacityOf(sub.Requirements, sub.PlacementPolicy)})
+		Capacity: CapacityOf(sub.Requirements, sub.PlacementPolicy)})
 	holdMicros := int64(quote.Estimate.TotalUSD)
 	job.RateMicrosPerHour = rate
 	var created *store.Job
@@ -347,14 +355,7 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 	if created.Status != store.JobQueued {
 		return created, nil, nil
 	}
-	summary, err := marshalSummary(liveSummary(map[store.TaskStatus]int64{store.TaskQueued: int64(len(tasks))}))
-	if err == nil {
-		summary, err = addBilling(created, summary, hold, &store.JobMeter{})
-	}
-	if err != nil {
-		return created, nil, nil // admitted all the same: the caller reads the summary
-	}
-	return created, summary, nil
+	return created, hold, nil
 }
 
 // Get finds a job of the account; another account's job is not found.
@@ -438,7 +439,7 @@ func (s *Service) cancelInTx(ctx context.Context, q store.Querier, j *store.Job,
 	if err != nil {
 		return nil, nil, err
 	}
-	summary, err := marshalSummary(Summarize(j, tasks, atts...))
+	summary, err := MarshalSummary(Summarize(j, tasks, atts...))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -447,7 +448,7 @@ func (s *Service) cancelInTx(ctx context.Context, q store.Querier, j *store.Job,
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := billing.CaptureHold(ctx, q, j.ID, now); err != nil {
+	if err := billing.Capture(ctx, q, j.ID, now); err != nil {
 		return nil, nil, err
 	}
 	data["killed_attempts"] = len(running)
@@ -458,50 +459,6 @@ func (s *Service) cancelInTx(ctx context.Context, q store.Querier, j *store.Job,
 		return nil, nil, err
 	}
 	return job, running, nil
-}
-
-// List pages the account's jobs.
-func (s *Service) List(ctx context.Context, p *store.JobListParams) ([]*store.Job, int, error) {
-	jobs, total, err := s.store.JobList(ctx, p)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list jobs: %w", err)
-	}
-	return jobs, total, nil
-}
-
-// Groups groups every job p selects by one field.
-func (s *Service) Groups(ctx context.Context, p *store.JobListParams, by store.JobGroupKey) ([]store.JobGroup, error) {
-	groups, err := s.store.JobGroups(ctx, p, by)
-	if err != nil {
-		return nil, fmt.Errorf("group jobs: %w", err)
-	}
-	return groups, nil
-}
-
-// Tasks lists a job's tasks with their attempts.
-func (s *Service) Tasks(ctx context.Context, j *store.Job) ([]*store.Task, map[string][]*store.Attempt, error) {
-	tasks, err := s.store.TaskList(ctx, j.ID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list tasks: %w", err)
-	}
-	attempts, err := s.store.AttemptList(ctx, j.ID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list attempts: %w", err)
-	}
-	byTask := map[string][]*store.Attempt{}
-	for _, a := range attempts {
-		byTask[a.TaskID] = append(byTask[a.TaskID], a)
-	}
-	return tasks, byTask, nil
-}
-
-// Events lists a job's lifecycle events, oldest first.
-func (s *Service) Events(ctx context.Context, j *store.Job, limit int) ([]*store.JobEvent, error) {
-	evs, err := s.store.JobEventList(ctx, j.ID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	return evs, nil
 }
 
 // meterCancelled meters the attempts that a cancel stopped while they ran

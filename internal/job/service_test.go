@@ -15,6 +15,7 @@ import (
 	"github.com/skiffhq/skiff/internal/id"
 	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/job/submit"
+	"github.com/skiffhq/skiff/internal/jobview"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/store/sqlite"
 	"github.com/skiffhq/skiff/internal/store/storetest"
@@ -23,6 +24,7 @@ import (
 
 type bundle struct {
 	svc     *job.Service
+	views   *jobview.Service // the read side over the same store
 	store   store.Store
 	clock   *clock.Fake // the service's clock; tests read balances and quotes at its time
 	account string
@@ -90,7 +92,8 @@ func setupOn(t testing.TB, db store.Store, published bool) *bundle {
 		}
 	}
 	svc := job.New(job.Config{Store: db, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	return &bundle{svc: svc, store: db, clock: clk, account: a.ID, project: p}
+	views := jobview.New(jobview.Config{Store: db, Billing: svc.Billing(), Clock: clk, Limits: svc.Limits()})
+	return &bundle{svc: svc, views: views, store: db, clock: clk, account: a.ID, project: p}
 }
 
 func decode(t testing.TB, body string) *apiv1.JobSubmit {
@@ -113,7 +116,7 @@ func TestSubmitStoresJobTasksAndEventTogether(t *testing.T) {
 	if j.Status != store.JobQueued || j.TaskCount != 3 || j.Priority != store.PriorityHigh {
 		t.Errorf("job = status %s, %d tasks, priority %d; want queued, 3, high", j.Status, j.TaskCount, j.Priority)
 	}
-	tasks, attempts, err := b.svc.Tasks(t.Context(), j)
+	tasks, attempts, err := b.views.Tasks(t.Context(), j)
 	if err != nil || len(tasks) != 3 || len(attempts) != 0 {
 		t.Fatalf("tasks = %d, attempts = %d, %v; want 3, 0", len(tasks), len(attempts), err)
 	}
@@ -124,7 +127,7 @@ func TestSubmitStoresJobTasksAndEventTogether(t *testing.T) {
 	if xs, _ := p["xs"].([]any); len(xs) != 1 || xs[0] != 2.0 {
 		t.Errorf("task 1 payload xs = %v, want [2]", p["xs"])
 	}
-	evs, err := b.svc.Events(t.Context(), j, 10)
+	evs, err := b.views.Events(t.Context(), j, 10)
 	if err != nil || len(evs) != 1 || evs[0].Kind != "job.submitted" {
 		t.Errorf("events = %v, %v; want one job.submitted", evs, err)
 	}
@@ -154,7 +157,7 @@ func TestSubmitRefusals(t *testing.T) {
 			if fe.Action == "" {
 				t.Error("no recommended action")
 			}
-			jobs, total, err := b.svc.List(t.Context(), &store.JobListParams{AccountID: b.account})
+			jobs, total, err := b.views.List(t.Context(), &store.JobListParams{AccountID: b.account})
 			if err != nil || total != 0 || len(jobs) != 0 {
 				t.Errorf("a refused submission stored %d jobs (%v)", total, err)
 			}
@@ -196,7 +199,7 @@ func TestCancel(t *testing.T) {
 	if got.Status != store.JobCancelled || len(running) != 0 {
 		t.Errorf("cancelled job = %s with %d running attempts; want cancelled, 0", got.Status, len(running))
 	}
-	tasks, _, _ := b.svc.Tasks(t.Context(), got)
+	tasks, _, _ := b.views.Tasks(t.Context(), got)
 	for _, tk := range tasks {
 		if tk.Status != store.TaskCancelled {
 			t.Errorf("task %d status = %s, want cancelled", tk.Index, tk.Status)

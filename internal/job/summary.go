@@ -111,3 +111,12 @@ func Summarize(j *store.Job, tasks []*store.Task, attempts ...*store.Attempt) Su
 	}
 	return s
 }
+
+// MarshalSummary encodes a summary as it is stored and shown: aliases are
+// an object even when the merge gave none.
+func MarshalSummary(s Summary) (json.RawMessage, error) {
+	if s.AggregateAliases == nil {
+		s.AggregateAliases = map[string]any{}
+	}
+	return json.Marshal(s)
+}

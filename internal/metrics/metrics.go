@@ -74,6 +74,8 @@ func New(g Gauges) *Set {
 	s.builds = f.counterVec("skiff_builds_total", "Project image builds that ended, by outcome.", "outcome")
 	s.buildTime = f.histogramVec("skiff_build_duration_seconds", "Duration of project image builds, by outcome.",
 		prometheus.ExponentialBuckets(1, 2, 12), "outcome")
+	// The metric keeps its published name; "settled" there means captured
+	// (or released), the word a hold's end had before it was renamed.
 	s.holds = f.counterVec("skiff_holds_settled_total", "Job holds settled, by the job's terminal status.", "status")
 	s.payments = f.counterVec("skiff_payments_total", "Payment settlements, by protocol and result.", "protocol", "result")
 	if g.OpenStreams != nil {
@@ -170,7 +172,7 @@ func (s *Set) ObserveEvent(e *store.JobEvent) {
 	case "job.completed", "job.partial", "job.failed", "job.cancelled":
 		status := e.Kind[len("job."):]
 		s.jobsEnded.WithLabelValues(status).Inc()
-		s.holds.WithLabelValues(status).Inc() // a job's end settles its hold in the same transaction
+		s.holds.WithLabelValues(status).Inc() // a job's end captures its hold in the same transaction
 		// A cancel ends attempts without events of their own: forget them.
 		s.mu.Lock()
 		for id, st := range s.assigned {

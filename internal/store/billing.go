@@ -14,7 +14,9 @@ const (
 	HoldExpired           = "expired"
 )
 
-// Hold reserves an account's money for a job until it is captured (for what the job used) or released.
+// Hold reserves an account's money for a job until the job ends and the
+// hold is captured: for the amount the job used, the rest released (the
+// card-payment words; "settle" is kept for x402 payments, Settlement*).
 type Hold struct {
 	ID             string
 	AccountID      string
@@ -24,9 +26,10 @@ type Hold struct {
 	CapturedMicros int64
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
-	// ClosedAt is when the hold was released or captured (the column is
-	// settled_at, from before capture was its word in the code).
-	ClosedAt *time.Time
+	// CapturedAt is when the hold was captured (or released whole). Its
+	// column is still holds.settled_at, the word before the rename: a
+	// column is not renamed without a migration.
+	CapturedAt *time.Time
 }
 
 type HoldCreateParams struct {
@@ -100,7 +103,7 @@ type BillingStore interface {
 	// HoldGetByJob is a job's hold; ErrNotFound when it has none.
 	HoldGetByJob(ctx context.Context, jobID string) (*Hold, error)
 	// HoldCapture ends an active hold; ErrConflict when it is not active
-	// (captured or released already).
+	// (captured already).
 	HoldCapture(ctx context.Context, p *HoldCaptureParams) (*Hold, error)
 	// HoldGrow raises an active hold's amount; ErrConflict when it is not
 	// active, no longer holds p.PrevAmountMicros, or p.AmountMicros is not

@@ -16,7 +16,7 @@ func scanHold(s scanner) (*store.Hold, error) {
 		&settled); err != nil {
 		return nil, err
 	}
-	h.CreatedAt, h.UpdatedAt, h.ClosedAt = fromMicros(created), fromMicros(updated), fromNullMicros(settled)
+	h.CreatedAt, h.UpdatedAt, h.CapturedAt = fromMicros(created), fromMicros(updated), fromNullMicros(settled)
 	return &h, nil
 }
 

@@ -13,16 +13,16 @@ import (
 )
 
 var billingTests = map[string]func(*testing.T, store.Store){
-	"HoldsSettleOnce": testHoldsSettleOnce,
-	"HoldGrow":        testHoldGrow,
-	"BillingLists":    testBillingLists,
-	"AttemptCosts":    testAttemptCosts,
-	"IdempotencyKeys": testIdempotencyKeys,
-	"AccountLockInTx": testAccountLockInTx,
+	"HoldsCaptureOnce": testHoldsCaptureOnce,
+	"HoldGrow":         testHoldGrow,
+	"BillingLists":     testBillingLists,
+	"AttemptCosts":     testAttemptCosts,
+	"IdempotencyKeys":  testIdempotencyKeys,
+	"AccountLockInTx":  testAccountLockInTx,
 }
 
 // An active hold grows in place, guarded by the amount read, and the
-// balance's held total follows; a settled or missing hold does not grow.
+// balance's held total follows; a captured or missing hold does not grow.
 func testHoldGrow(t *testing.T, s store.Store) {
 	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
 	h, err := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: "job_1", AmountMicros: 900, Now: t0})
@@ -49,7 +49,7 @@ func testHoldGrow(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	if _, err := s.HoldGrow(ctx(t), &store.HoldGrowParams{ID: h.ID, PrevAmountMicros: 1500, AmountMicros: 2000, Now: t1}); !errors.Is(err, store.ErrConflict) {
-		t.Errorf("growing a settled hold: got %v, want ErrConflict", err)
+		t.Errorf("growing a captured hold: got %v, want ErrConflict", err)
 	}
 	if _, err := s.HoldGrow(ctx(t), &store.HoldGrowParams{ID: "hld_missing", PrevAmountMicros: 1, AmountMicros: 2, Now: t1}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("growing a missing hold: got %v, want ErrNotFound", err)
@@ -62,7 +62,7 @@ func testHoldGrow(t *testing.T, s store.Store) {
 	}
 }
 
-func testHoldsSettleOnce(t *testing.T, s store.Store) {
+func testHoldsCaptureOnce(t *testing.T, s store.Store) {
 	a := tf.Account(t, s, &tf.AccountOpts{Name: "alice"})
 	h, err := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: "job_1", AmountMicros: 900, Now: t0})
 	if err != nil || h.Status != store.HoldActive || h.AmountMicros != 900 {
@@ -76,14 +76,14 @@ func testHoldsSettleOnce(t *testing.T, s store.Store) {
 		t.Fatalf("balance with a hold: %+v", bal)
 	}
 	got, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: h.ID, Status: store.HoldPartiallyCaptured, CapturedMicros: 400, Now: t0.Add(time.Minute)})
-	if err != nil || got.Status != store.HoldPartiallyCaptured || got.CapturedMicros != 400 || got.ClosedAt == nil {
+	if err != nil || got.Status != store.HoldPartiallyCaptured || got.CapturedMicros != 400 || got.CapturedAt == nil {
 		t.Fatalf("HoldCapture: %+v, %v", got, err)
 	}
 	if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: h.ID, Status: store.HoldCaptured, CapturedMicros: 900, Now: t0}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("settling twice: got %v, want ErrConflict", err)
 	}
 	if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: "hld_missing", Status: store.HoldReleased, Now: t0}); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("settling a missing hold: got %v, want ErrNotFound", err)
+		t.Fatalf("capturing a missing hold: got %v, want ErrNotFound", err)
 	}
 	h2, _ := s.HoldCreate(ctx(t), &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: a.ID, JobID: "job_2", AmountMicros: 10, Now: t0})
 	if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: h2.ID, Status: store.HoldCaptured, CapturedMicros: 11, Now: t0}); err == nil {
@@ -283,7 +283,7 @@ func testBalanceTotals(t *testing.T, s store.Store) {
 		if _, err := s.HoldCapture(ctx(t), &store.HoldCaptureParams{ID: holds[i].ID, Status: st, CapturedMicros: captured, Now: t0}); err != nil {
 			t.Fatal(err)
 		}
-		check("settle " + st)
+		check("capture " + st)
 	}
 	// A transaction that rolls back leaves the totals as they were.
 	_ = s.InTx(ctx(t), func(q store.Querier) error {

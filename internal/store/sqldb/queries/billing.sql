@@ -17,6 +17,8 @@ SELECT id, account_id, job_id, status, amount_micros, captured_micros, created_a
 FROM holds WHERE job_id = $1 AND job_id <> '';
 
 -- name: HoldCapture
+-- Ends an active hold (captured, partially captured or released). The
+-- column keeps its first name, settled_at: renaming it needs a migration.
 UPDATE holds SET status = $2, captured_micros = $3, settled_at = $4, updated_at = $4
 WHERE id = $1 AND status = 'active'
 RETURNING id, account_id, job_id, status, amount_micros, captured_micros, created_at, updated_at, settled_at;

@@ -1,4 +1,4 @@
-package job
+package jobview
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package httpapi_test
+package event_test
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/internal/event"
-	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 )
 
 // TestBrokerSlowSubscriber: the broker never waits for a subscriber. One
@@ -15,11 +14,10 @@ import (
 // and a filtered subscriber gets its job's events only, in position order.
 func TestBrokerSlowSubscriber(t *testing.T) {
 	t.Parallel()
-	f := setupWith(t, apitest.Engines()[0], apitest.Options{})
-	funded(100_000_000)(t, f)
+	f := setup(t)
 	ctx, stop := context.WithCancel(t.Context())
 	defer stop()
-	b := event.New(event.Config{Feed: f.e.Store, Buffer: 2})
+	b := event.New(event.Config{Feed: f.store, Buffer: 2})
 	if err := b.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -27,19 +25,21 @@ func TestBrokerSlowSubscriber(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := submitJob(t, f.member, fanOut(1))
+	first := f.submit(t, 1)
 	mine, err := b.Subscribe(event.Filter{JobIDs: map[string]bool{first.ID: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		submitJob(t, f.member, fanOut(1))
+		f.submit(t, 1)
 	}
-	f.member.Put(t, "/api/v1/jobs/"+first.ID+"/cancel", map[string]any{}).Want(t, 200)
+	if _, _, err := f.jobs.Cancel(t.Context(), f.account, first.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
 	b.Wake()
 	// The slow one, unread until the broker gave up on it: its two
 	// buffered events, then closed.
-	for deadline := time.Now().Add(streamWait); slow.Err() == nil; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(wait); slow.Err() == nil; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the slow subscriber was never closed")
 		}

@@ -1,4 +1,4 @@
-package job
+package jobview
 
 import (
 	"bytes"
@@ -10,16 +10,10 @@ import (
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/billing"
+	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/job/submit"
 	"github.com/skiffhq/skiff/internal/store"
 )
-
-// capacityOf is what billing prices of a task: its resolved requirements
-// and the job's placement policy.
-func capacityOf(r submit.Requirements, placementPolicy string) billing.Capacity {
-	return billing.Capacity{CPU: r.CPU, MemoryMB: r.MemoryMB, GPUs: r.GPUCount,
-		Dedicated: placementPolicy == apiv1.PlacementDedicated}
-}
 
 // summaryBilling are the billing fields of a job's summary, in the order
 // they are shown.
@@ -49,6 +43,18 @@ func (s *Service) withBilling(ctx context.Context, j *store.Job, summary json.Ra
 	return addBilling(j, summary, h, meter)
 }
 
+// AdmittedSummary is the summary of a job just admitted queued, with the
+// hold its admission reserved (job.Service.SubmitHeld): every task queued,
+// nothing metered. It is what SummaryOf would read right after the commit,
+// without reading it back.
+func AdmittedSummary(j *store.Job, hold *store.Hold) (json.RawMessage, error) {
+	summary, err := job.MarshalSummary(liveSummary(map[store.TaskStatus]int64{store.TaskQueued: j.TaskCount}))
+	if err != nil {
+		return nil, err
+	}
+	return addBilling(j, summary, hold, &store.JobMeter{})
+}
+
 // addBilling is withBilling for a job whose hold (nil: none) and meter
 // are known.
 func addBilling(j *store.Job, summary json.RawMessage, h *store.Hold, meter *store.JobMeter) (json.RawMessage, error) {
@@ -63,7 +69,7 @@ func addBilling(j *store.Job, summary json.RawMessage, h *store.Hold, meter *sto
 		v := billing.JobHoldView(h)
 		b.Hold = &v
 		if h.Status == store.HoldActive {
-			// Settlement never charges more than the hold.
+			// A capture never charges more than the hold.
 			b.Cost.ChargedUSD = apiv1.USD(min(meter.CostMicros, h.AmountMicros))
 		} else {
 			b.Cost.ChargedUSD = apiv1.USD(h.CapturedMicros)
@@ -101,7 +107,7 @@ func (s *Service) PresetList() apiv1.PresetList {
 	}}
 	for _, name := range submit.PresetNames(s.limits) {
 		reqs, _ := submit.ResolvePreset(s.limits, name)
-		shared, dedicated := capacityOf(reqs, apiv1.PlacementShared), capacityOf(reqs, apiv1.PlacementDedicated)
+		shared, dedicated := job.CapacityOf(reqs, apiv1.PlacementShared), job.CapacityOf(reqs, apiv1.PlacementDedicated)
 		rate := r.BilledMicrosPerHour(shared)
 		_, minimum := billing.AttemptCost(rate, 0, 0)
 		out.Presets = append(out.Presets, apiv1.Preset{

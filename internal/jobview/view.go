@@ -1,8 +1,7 @@
-package job
+package jobview
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"strings"
@@ -364,11 +363,6 @@ func headBytes(s string, n int) string {
 // HasResult reports whether a task stored a structured result (a failure
 // payload counts).
 func HasResult(t *store.Task) bool { return hasJSON(t.Result) }
-
-// Artifacts lists the visible artifacts a job produced, oldest first.
-func (s *Service) Artifacts(ctx context.Context, jobID string) ([]*store.Artifact, error) {
-	return s.store.ArtifactListByJob(ctx, jobID)
-}
 
 // WithArtifacts adds a task's artifacts (from Service.Artifacts, the whole
 // job's) to its view.

@@ -1,10 +1,11 @@
-package job
+package jobview
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 
+	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -33,18 +34,18 @@ func (s *Service) baseSummary(ctx context.Context, j *store.Job) (json.RawMessag
 		if err != nil {
 			return nil, fmt.Errorf("list tasks: %w", err)
 		}
-		return marshalSummary(Summarize(j, tasks))
+		return job.MarshalSummary(job.Summarize(j, tasks))
 	}
 	counts, err := s.store.TaskCountByStatus(ctx, j.ID)
 	if err != nil {
 		return nil, fmt.Errorf("count tasks: %w", err)
 	}
-	return marshalSummary(liveSummary(counts))
+	return job.MarshalSummary(liveSummary(counts))
 }
 
 // liveSummary is the summary of a job whose tasks still run.
-func liveSummary(counts map[store.TaskStatus]int64) Summary {
-	s := Summary{TaskOutcomeCounts: CountsFrom(counts), AggregateAliases: map[string]any{}}
+func liveSummary(counts map[store.TaskStatus]int64) job.Summary {
+	s := job.Summary{TaskOutcomeCounts: job.CountsFrom(counts), AggregateAliases: map[string]any{}}
 	c := &s.Completeness
 	c.Succeeded, c.Failed, c.Cancelled = counts[store.TaskSucceeded], counts[store.TaskFailed], counts[store.TaskCancelled]
 	c.Pending = counts[store.TaskQueued] + counts[store.TaskRunning]
@@ -56,13 +57,6 @@ func liveSummary(counts map[store.TaskStatus]int64) Summary {
 	return s
 }
 
-func marshalSummary(s Summary) (json.RawMessage, error) {
-	if s.AggregateAliases == nil {
-		s.AggregateAliases = map[string]any{}
-	}
-	return json.Marshal(s)
-}
-
 // completeSummary returns a stored summary with every field of Summary
 // present (a missing or null one takes its empty value), and false when nothing
 // usable was stored. Fields it does not know (a leaderboard, billing) are
@@ -72,7 +66,7 @@ func completeSummary(stored json.RawMessage) (json.RawMessage, bool) {
 	if json.Unmarshal(stored, &m) != nil || m["task_outcome_counts"] == nil {
 		return nil, false
 	}
-	empty, err := marshalSummary(Summary{})
+	empty, err := job.MarshalSummary(job.Summary{})
 	if err != nil {
 		return nil, false
 	}

@@ -1,20 +1,12 @@
 package cli
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"log/slog"
-	"path"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/artifact"
-	"github.com/skiffhq/skiff/internal/artifact/externalhttp"
-	"github.com/skiffhq/skiff/internal/artifact/s3blob"
-	"github.com/skiffhq/skiff/internal/clock"
-	"github.com/skiffhq/skiff/internal/job"
+	"github.com/skiffhq/skiff/internal/server"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
@@ -55,63 +47,8 @@ func (a *artifactFlags) validate() error {
 	return nil
 }
 
-// blob opens the blob store the flags name.
-func (a *artifactFlags) blob(ctx context.Context, dataDir string) (artifact.Blob, error) {
-	switch u := a.storeURL; {
-	case u == "":
-		return artifact.NewLocal(filepath.Join(dataDir, "artifacts"))
-	case strings.HasPrefix(u, "s3://"):
-		bucket, prefix, err := s3blob.ParseS3URL(u)
-		if err != nil {
-			return nil, err
-		}
-		if a.s3Endpoint == "" {
-			return nil, fmt.Errorf("--artifact-store %s needs --s3-endpoint", u)
-		}
-		// Credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
-		// and AWS_SESSION_TOKEN, never from flags (they would show in ps).
-		return s3blob.NewS3(ctx, s3blob.S3Config{Endpoint: a.s3Endpoint, Region: a.s3Region, Bucket: bucket, Prefix: prefix})
-	default:
-		return nil, fmt.Errorf("--artifact-store must be empty (local disk) or s3://bucket/prefix")
-	}
-}
-
-// sharedBlob opens the area sub ("images", "pushes") of a shared blob store
-// (s3://), where controllers keep the bytes each must reach: nil when
-// artifacts stay on local disk, which only one controller sees.
-func (a *artifactFlags) sharedBlob(ctx context.Context, sub string) (artifact.Blob, error) {
-	if !strings.HasPrefix(a.storeURL, "s3://") {
-		return nil, nil
-	}
-	bucket, prefix, err := s3blob.ParseS3URL(a.storeURL)
-	if err != nil {
-		return nil, err
-	}
-	if a.s3Endpoint == "" {
-		return nil, fmt.Errorf("--artifact-store %s needs --s3-endpoint", a.storeURL)
-	}
-	return s3blob.NewS3(ctx, s3blob.S3Config{Endpoint: a.s3Endpoint, Region: a.s3Region, Bucket: bucket, Prefix: path.Join(prefix, sub)})
-}
-
-func (a *artifactFlags) service(ctx context.Context, db store.Store, clk clock.Clock, log *slog.Logger, dataDir string) (*artifact.Service, error) {
-	if err := a.validate(); err != nil {
-		return nil, err
-	}
-	b, err := a.blob(ctx, dataDir)
-	if err != nil {
-		return nil, err
-	}
-	return artifact.New(artifact.Config{Store: db, Blob: b, Clock: clk, Logger: log, Fetcher: externalhttp.Fetcher{},
-		MaxUploadBytes: a.maxUpload, QuotaBytes: a.quota, Grace: a.grace, AllowPrivate: a.allowPrivate}), nil
-}
-
-// sweepTasks are the sweeper's batches: artifacts past their grace, and
-// terminal jobs past their retention.
-func (a *artifactFlags) sweepTasks(s *artifact.Service, jobs *job.Service, clk clock.Clock) []artifact.SweepTask {
-	return []artifact.SweepTask{
-		{Name: "artifact_grace", Run: s.SweepGrace},
-		{Name: "job_retention", Run: func(ctx context.Context, batch int) (int, error) {
-			return jobs.PurgeFinishedBefore(ctx, clk.Now().Add(-a.jobRetention), batch)
-		}},
-	}
+// config is the artifacts part of the server's configuration.
+func (a *artifactFlags) config() server.ArtifactsConfig {
+	return server.ArtifactsConfig{MaxUploadBytes: a.maxUpload, QuotaBytes: a.quota, Grace: a.grace, StoreURL: a.storeURL,
+		S3Endpoint: a.s3Endpoint, S3Region: a.s3Region, AllowPrivate: a.allowPrivate, JobRetention: a.jobRetention}
 }

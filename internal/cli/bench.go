@@ -13,6 +13,7 @@ import (
 	"github.com/skiffhq/skiff/internal/bench"
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/sandbox"
+	"github.com/skiffhq/skiff/internal/server"
 )
 
 // benchFlags configure `skiff bench`.
@@ -105,7 +106,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	rep, err := bench.Run(ctx, bench.Config{Jobs: f.jobs, Warmup: f.warmup, Clients: f.clients,
 		Submissions: f.submissions, FanOutTasks: f.fanOutTasks, Poll: f.poll, Runsc: f.runsc, TmpDir: f.tmpDir,
 		Keep: f.keep, Version: Version, Progress: e.stderr,
-		CgroupParent: func(dataDir string) string { return "skiff-" + hostSuffix(dataDir) }})
+		CgroupParent: func(dataDir string) string { return "skiff-" + server.CgroupSuffix(dataDir) }})
 	if err != nil {
 		if ctx.Err() != nil {
 			return errors.New("interrupted; stopped everything it started")

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/skiffhq/skiff/internal/agent/datasrc"
-	"github.com/skiffhq/skiff/internal/store"
 )
 
 // dataFlags configure how hosts fetch the manifests' data sources and keep
@@ -43,44 +40,40 @@ func (d *dataFlags) validate() error {
 	return nil
 }
 
-// cache opens the host's data-source cache under root.
-func (d *dataFlags) cache(root string, log *slog.Logger) (*datasrc.Cache, error) {
+// config is the data-source cache's configuration, less its Root and
+// Logger: the operator's hub token read from its file, and the repos it is
+// for checked.
+func (d *dataFlags) config(log *slog.Logger) (datasrc.Config, error) {
 	var token string
 	if d.hubTokenFile != "" {
 		b, err := os.ReadFile(d.hubTokenFile)
 		if err != nil {
 			// The error names the file, never its content.
-			return nil, fmt.Errorf("--huggingface-token-file: %w", err)
+			return datasrc.Config{}, fmt.Errorf("--huggingface-token-file: %w", err)
 		}
 		token = strings.TrimSpace(string(b))
 	}
 	repos := splitList(d.hubTokenRepos)
 	for _, r := range repos {
 		if _, err := path.Match(r, ""); err != nil {
-			return nil, fmt.Errorf("--huggingface-token-repos: %q is not a repo or pattern", r)
+			return datasrc.Config{}, fmt.Errorf("--huggingface-token-repos: %q is not a repo or pattern", r)
 		}
 	}
 	if token != "" && len(repos) == 0 {
 		log.Warn("--huggingface-token-file is set without --huggingface-token-repos: the operator's token is used for no repo")
 	}
-	return datasrc.New(datasrc.Config{Root: filepath.Clean(root), HubEndpoint: d.hubEndpoint, HubToken: token, HubTokenRepos: repos,
-		AllowPrivate: d.allowPrivate, MaxBytes: gib(d.cacheGB), Logger: log})
+	return datasrc.Config{HubEndpoint: d.hubEndpoint, HubToken: token, HubTokenRepos: repos,
+		AllowPrivate: d.allowPrivate, MaxBytes: gib(d.cacheGB)}, nil
+}
+
+// cache opens the host's data-source cache under root.
+func (d *dataFlags) cache(root string, log *slog.Logger) (*datasrc.Cache, error) {
+	cfg, err := d.config(log)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Root, cfg.Logger = filepath.Clean(root), log
+	return datasrc.New(cfg)
 }
 
 func gib(v float64) int64 { return int64(v * (1 << 30)) }
-
-// projectEnv reads a project's env from the store, for the tenant's own hub
-// token when the local host prepares a revision's data sources.
-func projectEnv(db store.Store) func(ctx context.Context, projectID string) (map[string]string, error) {
-	return func(ctx context.Context, projectID string) (map[string]string, error) {
-		p, err := db.ProjectGetByID(ctx, projectID)
-		if err != nil || len(p.Env) == 0 {
-			return nil, err
-		}
-		var env map[string]string
-		if err := json.Unmarshal(p.Env, &env); err != nil {
-			return nil, fmt.Errorf("project %s env: %w", projectID, err)
-		}
-		return env, nil
-	}
-}

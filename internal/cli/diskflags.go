@@ -8,6 +8,7 @@ import (
 	"github.com/skiffhq/skiff/internal/agent"
 	"github.com/skiffhq/skiff/internal/diskfree"
 	"github.com/skiffhq/skiff/internal/sandbox"
+	"github.com/skiffhq/skiff/internal/server"
 )
 
 // hostDiskFlags bound what one task can do to its host's disk and process
@@ -69,4 +70,16 @@ func (d *hostDiskFlags) apply(cfg *agent.Config, workRoot string, quota bool) {
 	cfg.MaxOutputFiles = d.maxOutputFiles
 	cfg.MaxOutputBytes = gib(d.maxOutputGB)
 	cfg.DiskFree = &diskfree.Checker{Dir: workRoot, Min: d.workMinFree}
+}
+
+// hostConfig sets the local host's disk and process limits in h.
+func (d *hostDiskFlags) hostConfig(h *server.HostConfig) {
+	h.WorkDir = d.workDir
+	h.WorkMinFree = d.workMinFree
+	h.PidsLimit = d.pidsLimit
+	h.MaxOutputFiles = d.maxOutputFiles
+	h.MaxOutputBytes = gib(d.maxOutputGB)
+	h.StorageQuota = d.storageQuota
+	h.ProjectCacheBytes = gib(d.projectCacheGB)
+	h.ProjectCacheMountBytes = gib(d.projectCacheMountsGB)
 }

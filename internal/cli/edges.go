@@ -1,22 +1,12 @@
 package cli
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	stdlog "log"
-	"log/slog"
-	"net"
-	"net/http"
-	"net/netip"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/artifact"
-	"github.com/skiffhq/skiff/internal/auth"
-	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/httpapi"
-	"github.com/skiffhq/skiff/internal/ratelimit"
-	"github.com/skiffhq/skiff/internal/store"
+	"github.com/skiffhq/skiff/internal/server"
 )
 
 // edgeFlags configure what the HTTP server lets a stranger hold: idle
@@ -55,30 +45,8 @@ func (f *edgeFlags) bodyRate() httpapi.BodyRate {
 	return httpapi.BodyRate{MinBytesPerSecond: f.bodyMinRate, Window: f.bodyRateWindow}
 }
 
-// listener caps the connections ln hands to the server.
-func (f *edgeFlags) listener(ln net.Listener, proxies []netip.Prefix, log *slog.Logger) net.Listener {
-	return ratelimit.LimitListener(ln, ratelimit.ConnLimits{Max: f.maxConns, PerClient: f.maxConnsPerClient, Exempt: proxies,
-		Refusal: httpapi.ConnRefusal(),
-		OnRefuse: func(peer, limit string) {
-			log.Warn("connection refused: over the connection cap", "peer", peer, "limit", limit)
-		}})
-}
-
-// server is the HTTP server with the edges' timeouts. It sets no
-// ReadTimeout or WriteTimeout: those would cut event streams, long polls
-// and large uploads; slow bodies are MinBodyRate's, idle connections
-// IdleTimeout's.
-func (f *edgeFlags) server(h http.Handler, errLog *stdlog.Logger) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: f.readHeaderTimeout, IdleTimeout: f.idleTimeout, ErrorLog: errLog}
-}
-
-// expirySweepTasks purge what strangers create for free once it expired:
-// wallet challenges and sessions, and unpaid quotes a day after expiry.
-func expirySweepTasks(a *auth.Service, db store.Store, clk clock.Clock) []artifact.SweepTask {
-	return []artifact.SweepTask{
-		{Name: "wallet_expiry", Run: a.PurgeExpired},
-		{Name: "quote_expiry", Run: func(ctx context.Context, batch int) (int, error) {
-			return db.QuotePurgeExpired(ctx, clk.Now().Add(-store.ExpiredQuoteRetention), batch)
-		}},
-	}
+// config is the edges part of the server's configuration.
+func (f *edgeFlags) config() server.EdgesConfig {
+	return server.EdgesConfig{IdleTimeout: f.idleTimeout, ReadHeaderTimeout: f.readHeaderTimeout, BodyRate: f.bodyRate(),
+		MaxConns: f.maxConns, MaxConnsPerClient: f.maxConnsPerClient}
 }

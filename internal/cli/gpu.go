@@ -18,28 +18,8 @@ import (
 	"github.com/skiffhq/skiff/internal/gpu"
 	"github.com/skiffhq/skiff/internal/sandbox"
 	"github.com/skiffhq/skiff/internal/sandbox/gvisor"
+	"github.com/skiffhq/skiff/internal/server"
 )
-
-// discoverGPUs finds this machine's GPUs and driver for a host that lends
-// want of them (-1: all it has), gathering the driver's files under
-// stageDir; runsc is asked which drivers its nvproxy supports.
-func discoverGPUs(ctx context.Context, runsc, driverDir, stageDir string, want int) (*gpu.Host, error) {
-	supported, err := gpu.SupportedDrivers(ctx, runsc)
-	if err != nil {
-		return nil, err
-	}
-	h, err := gpu.Discover(ctx, gpu.Options{Root: "/", DriverDir: driverDir, StageDir: stageDir, Supported: supported})
-	if err != nil {
-		return nil, err
-	}
-	if want > len(h.GPUs) {
-		return nil, fmt.Errorf("gpu: %d GPUs asked to be lent, this machine has %d", want, len(h.GPUs))
-	}
-	if want >= 0 {
-		h.GPUs = h.GPUs[:want]
-	}
-	return h, nil
-}
 
 // runGPUProbe is `skiff host gpu-probe`: what a host would find, as JSON.
 func runGPUProbe(ctx context.Context, e *env, args []string) error {
@@ -59,7 +39,7 @@ func runGPUProbe(ctx context.Context, e *env, args []string) error {
 	}
 	defer os.RemoveAll(stage)
 	supported, serr := gpu.SupportedDrivers(ctx, *runsc)
-	h, err := discoverGPUs(ctx, *runsc, *driverDir, filepath.Join(stage, "driver"), -1)
+	h, err := gpu.DiscoverLent(ctx, *runsc, *driverDir, filepath.Join(stage, "driver"), -1)
 	out := struct {
 		OK               bool      `json:"ok"`
 		Error            string    `json:"error,omitempty"`
@@ -115,7 +95,7 @@ type gpuRunner struct {
 func newGPURunner(ctx context.Context, runsc, driverDir, rootFS, dir string, want int, cpu float64, memMB int64, log *slog.Logger) (*gpuRunner, error) {
 	r := &gpuRunner{dir: dir, rootFS: rootFS, cpu: cpu, memMB: memMB}
 	if want != 0 {
-		h, err := discoverGPUs(ctx, runsc, driverDir, filepath.Join(dir, "gpu-driver"), want)
+		h, err := gpu.DiscoverLent(ctx, runsc, driverDir, filepath.Join(dir, "gpu-driver"), want)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +115,7 @@ func newGPURunner(ctx context.Context, runsc, driverDir, rootFS, dir string, wan
 	if err := os.Chmod(filepath.Join(rootFS, sandbox.ContainerRoot), 0o711); err != nil {
 		return nil, fmt.Errorf("mount point %s in %s: %w", sandbox.ContainerRoot, rootFS, err)
 	}
-	d, err := gvisor.New(gvisor.Config{RunscPath: runsc, StateDir: filepath.Join(dir, "runsc"), CgroupParent: "skiff-gpu-" + hostSuffix(dir), Logger: log})
+	d, err := gvisor.New(gvisor.Config{RunscPath: runsc, StateDir: filepath.Join(dir, "runsc"), CgroupParent: "skiff-gpu-" + server.CgroupSuffix(dir), Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +290,7 @@ func hostGPUs(ctx context.Context, f *remoteHostFlags, dataDir string, prof *age
 	if f.driver != "gvisor" {
 		return nil, errors.New("--gpus needs --driver gvisor: only its sandboxes attach GPUs")
 	}
-	h, err := discoverGPUs(ctx, f.runsc, f.gpuDriverDir, filepath.Join(dataDir, "gpu-driver"), f.gpus)
+	h, err := gpu.DiscoverLent(ctx, f.runsc, f.gpuDriverDir, filepath.Join(dataDir, "gpu-driver"), f.gpus)
 	if err != nil {
 		return nil, fmt.Errorf("--gpus %d: %w (see /docs/gpus)", f.gpus, err)
 	}
@@ -327,23 +307,4 @@ func attachable(h *gpu.Host) int {
 		return 0
 	}
 	return len(h.GPUs)
-}
-
-// localHostGPUs is what the server's local host lends (--host-gpus): like
-// a remote host's, except that a failure only leaves it without GPUs, said
-// loudly in the log, as a builder or host that cannot start does.
-func localHostGPUs(ctx context.Context, f *serverFlags, dataDir string, prof *agentproto.ResourceProfile, log *slog.Logger) *gpu.Host {
-	if f.host.gpus == 0 {
-		return nil
-	}
-	h, err := discoverGPUs(ctx, f.build.runsc, f.host.gpuDriverDir, filepath.Join(dataDir, "host", "gpu-driver"), f.host.gpus)
-	if err != nil {
-		log.Error("local host: no GPUs lent: GPU tasks wait for a host that has them", "err", err)
-		return nil
-	}
-	if h.MemoryMB > 0 {
-		prof.GPUMemoryMB = h.MemoryMB
-	}
-	log.Info("local host: gpus found", "gpus", len(h.GPUs), "driver_version", h.DriverVersion, "gpu_memory_mb", h.MemoryMB)
-	return h
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/skiffhq/skiff/internal/sandbox"
 	"github.com/skiffhq/skiff/internal/sandbox/gvisor"
 	"github.com/skiffhq/skiff/internal/sandbox/process"
+	"github.com/skiffhq/skiff/internal/server"
 )
 
 // credentialFile is where `skiff host` keeps its identity, mode 0600.
@@ -226,7 +227,7 @@ func remoteHostDriver(f *remoteHostFlags, dataDir, workBase string, log *slog.Lo
 	switch f.driver {
 	case "gvisor":
 		return gvisor.New(gvisor.Config{RunscPath: f.runsc, StateDir: filepath.Join(dataDir, "runsc"), WarmDir: filepath.Join(workBase, "warm"),
-			CgroupParent: "skiff-host-" + hostSuffix(dataDir), Logger: log})
+			CgroupParent: "skiff-host-" + server.CgroupSuffix(dataDir), Logger: log})
 	case "process":
 		return process.New(process.Config{AllowUnisolated: f.allowUnisolated, Logger: log})
 	}

@@ -1,23 +1,16 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/auth"
-	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/payment"
-	"github.com/skiffhq/skiff/internal/payment/evmrpc"
-	"github.com/skiffhq/skiff/internal/payment/facilitatorhttp"
-	"github.com/skiffhq/skiff/internal/store"
 )
 
 // paymentFlags configure wallet sign-in and payments (docs/payments.md).
@@ -124,43 +117,4 @@ func (f *paymentFlags) config(listen string) (payment.Config, *auth.WalletPolicy
 		}
 	}
 	return cfg, pol, nil
-}
-
-// startPayments builds the payment service and finishes the settlements a
-// crash or an outage left pending: as a duty, so that with several
-// controllers one does it, again whenever the duty changes hands.
-func startPayments(ctx context.Context, log *slog.Logger, cfg payment.Config, db store.Store, clk clock.Clock, d *duties) *payment.Service {
-	var fac payment.Facilitator
-	if cfg.FacilitatorURL != "" {
-		fac = facilitatorhttp.New(cfg.FacilitatorURL, cfg.FacilitatorHeaders, cfg.FacilitatorTimeout)
-	}
-	var chain payment.Chain
-	if cfg.RPCURL != "" {
-		chain = evmrpc.New(cfg.RPCURL, cfg.FacilitatorTimeout)
-	}
-	svc := payment.NewService(cfg, db, clk, log.With("component", "payments"), fac, chain)
-	if svc.Enabled() {
-		log.Info("payments on", "network", cfg.Network, "asset", cfg.Asset, "pay_to", cfg.PayTo, "realm", cfg.Realm,
-			"facilitator", redactURL(cfg.FacilitatorURL), "facilitator_headers", len(cfg.FacilitatorHeaders), "chain_rpc", cfg.RPCURL != "")
-		// In the background: a slow facilitator must not hold up the start.
-		d.run(ctx, dutyPayments, func(ctx context.Context) {
-			settled, failed, err := svc.Reconcile(ctx)
-			if err != nil {
-				log.Warn("reconcile pending payments", "err", err)
-			} else if settled+failed > 0 {
-				log.Info("reconciled pending payments", "settled", settled, "declined", failed)
-			}
-			<-ctx.Done() // held until shutdown: the next holder reconciles again
-		})
-	}
-	return svc
-}
-
-// redactURL hides a password in a URL's user info.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable)"
-	}
-	return u.Redacted()
 }

@@ -1,19 +1,15 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/billing"
-	"github.com/skiffhq/skiff/internal/clock"
-	"github.com/skiffhq/skiff/internal/pricefeed"
+	"github.com/skiffhq/skiff/internal/server"
 )
 
 // rateFlags set the operator's market rates (billing.Rates) and an
@@ -61,36 +57,14 @@ func (f *rateFlags) validate() (billing.Rates, error) {
 	return r, nil
 }
 
-// source is where the billing service takes its rates from: the flags'
-// table, or a feed falling back to it. The feed is polled under the
-// price-feed duty (by one controller at a time on PostgreSQL, which shares
-// each good table through the store for the others to follow) until ctx
-// ends.
-func (f *rateFlags) source(ctx context.Context, log *slog.Logger, d *duties, db pricefeed.Shared) (billing.PriceSource, error) {
+// config is the rates part of the server's configuration.
+func (f *rateFlags) config() (server.RatesConfig, error) {
 	table, err := f.validate()
 	if err != nil {
-		return nil, err
+		return server.RatesConfig{}, err
 	}
-	if f.feedURL == "" {
-		return billing.StaticRates(table), nil
-	}
-	cfg := pricefeed.Config{URL: f.feedURL, Interval: f.feedInterval, Fallback: table,
-		Client: &http.Client{Timeout: 30 * time.Second}, Clock: clock.System{}, Log: log}
-	if d.shared {
-		cfg.Shared = db
-	}
-	feed := pricefeed.New(cfg)
-	d.run(ctx, dutyPriceFeed, feed.Run)
-	if d.shared {
-		go feed.Follow(ctx, min(f.feedInterval, followPriceFeedEvery))
-	}
-	log.Info("price feed configured", "url", pricefeed.RedactURL(f.feedURL), "interval", f.feedInterval.String(), "shared", d.shared)
-	return feed, nil
+	return server.RatesConfig{Table: table, FeedURL: f.feedURL, FeedInterval: f.feedInterval}, nil
 }
-
-// followPriceFeedEvery bounds how long a controller charges the previous
-// table after the price-feed duty's holder adopted a new one.
-const followPriceFeedEvery = 10 * time.Second
 
 // usdFlag is an amount of USD given as a decimal with at most 6 decimals,
 // parsed exactly (apiv1.ParseUSD); negative amounts are refused here, zero

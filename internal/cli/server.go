@@ -2,34 +2,17 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/artifact"
-	"github.com/skiffhq/skiff/internal/auth"
-	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/build"
-	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/diskfree"
-	"github.com/skiffhq/skiff/internal/event"
-	"github.com/skiffhq/skiff/internal/fleet"
 	"github.com/skiffhq/skiff/internal/httpapi"
-	"github.com/skiffhq/skiff/internal/job"
-	"github.com/skiffhq/skiff/internal/job/submit"
-	"github.com/skiffhq/skiff/internal/metrics"
-	"github.com/skiffhq/skiff/internal/ociimage"
-	"github.com/skiffhq/skiff/internal/project"
-	"github.com/skiffhq/skiff/internal/sandbox"
-	"github.com/skiffhq/skiff/internal/store/postgres"
-	"github.com/skiffhq/skiff/internal/wake"
+	"github.com/skiffhq/skiff/internal/server"
 )
 
 // serverFlags configure the controller.
@@ -154,199 +137,89 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.rates.validate(); err != nil {
+	cfg, err := f.config(log)
+	if err != nil {
 		return err // before anything is opened
-	}
-	if err := f.data.validate(); err != nil {
-		return err
-	}
-	if err := f.fair.validate(); err != nil {
-		return err
-	}
-	if err := f.disk.validate(); err != nil {
-		return err
-	}
-	payCfg, walletPolicy, err := f.payments.config(f.listen)
-	if err != nil {
-		return err
-	}
-	proxies, err := httpapi.TrustedProxies([]string{f.front.trustedProxies})
-	if err != nil {
-		return fmt.Errorf("--trusted-proxy: %w", err)
-	}
-	if f.front.waitlistRate < 0 || f.front.feedbackRate < 0 {
-		return fmt.Errorf("--waitlist-rate and --feedback-rate must be 0 (unlimited) or more")
-	}
-	if err := f.edges.validate(); err != nil {
-		return err
-	}
-	if f.dutyLease < time.Second || f.heartbeat < time.Second {
-		return fmt.Errorf("--duty-lease and --host-heartbeat must be at least 1s")
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	srv, err := server.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return srv.Run(ctx)
+}
 
-	start := time.Now()
-	db, err := f.open(ctx)
+// config validates the flags and turns them into the server's
+// configuration; its errors name the flags.
+func (f *serverFlags) config(log *slog.Logger) (server.Config, error) {
+	var cfg server.Config
+	rates, err := f.rates.config()
 	if err != nil {
-		return err
+		return cfg, err
 	}
-	defer func() {
-		if err := db.Close(); err != nil {
-			log.Error("close store", "err", err)
-		}
-	}()
-	clk := clock.System{}
-	duties := newDuties(db, f.databaseURL != "", f.dutyLease, clk, log.With("component", "duties"))
-	authSvc := auth.New(db, clk, auth.WalletConfig{PublicURL: payCfg.PublicURL, Policy: walletPolicy})
-	payments := startPayments(ctx, log, payCfg, db, clk, duties)
-	prices, err := f.rates.source(ctx, log.With("component", "billing"), duties, db)
+	if err := f.data.validate(); err != nil {
+		return cfg, err
+	}
+	if err := f.fair.validate(); err != nil {
+		return cfg, err
+	}
+	if err := f.disk.validate(); err != nil {
+		return cfg, err
+	}
+	payCfg, walletPolicy, err := f.payments.config(f.listen)
 	if err != nil {
-		return err
+		return cfg, err
 	}
-	bill := billing.New(db, clk, prices)
+	proxies, err := httpapi.TrustedProxies([]string{f.front.trustedProxies})
+	if err != nil {
+		return cfg, fmt.Errorf("--trusted-proxy: %w", err)
+	}
+	if f.front.waitlistRate < 0 || f.front.feedbackRate < 0 {
+		return cfg, fmt.Errorf("--waitlist-rate and --feedback-rate must be 0 (unlimited) or more")
+	}
+	if err := f.edges.validate(); err != nil {
+		return cfg, err
+	}
+	if f.dutyLease < time.Second || f.heartbeat < time.Second {
+		return cfg, fmt.Errorf("--duty-lease and --host-heartbeat must be at least 1s")
+	}
 	if f.streams.timeout <= 0 || f.streams.pingInterval <= 0 || f.streams.perAccount <= 0 {
-		return fmt.Errorf("--stream-timeout, --stream-ping-interval and --stream-max-per-account must be positive")
+		return cfg, fmt.Errorf("--stream-timeout, --stream-ping-interval and --stream-max-per-account must be positive")
 	}
-	// Metrics count the lifecycle events the broker reads; its gauges are
-	// read when scraped, once everything below exists.
-	var broker *event.Broker
-	var hosts func() map[string]int
-	set := metrics.New(metrics.Gauges{OpenStreams: func() int { return broker.Count() },
-		QueueDepth: func() (int64, error) { return db.TaskQueuedCount(context.Background()) },
-		Hosts:      func() map[string]int { return hosts() }})
-	// The broker wakes the streams: after each local commit (the jobs
-	// service writes through NotifyingStore) and, on PostgreSQL, on the
-	// notification of a commit on any controller.
-	broker = event.New(event.Config{Feed: db, Log: log.With("component", "events"), OnEvent: set.ObserveEvent})
-	brokerCtx, stopBroker := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBroker()
-	if err := broker.Start(brokerCtx); err != nil {
-		return fmt.Errorf("start event broker: %w", err)
+	if err := f.artifacts.validate(); err != nil {
+		return cfg, err
 	}
-	// The job service wakes what the controller's long-polling hosts wait
-	// on; neither needs the other to exist first.
-	hostWake := wake.New()
-	if f.databaseURL != "" {
-		// A job event committed on any controller may be new work or a
-		// cancel for the hosts polling this one.
-		go postgres.Listen(brokerCtx, f.databaseURL, postgres.EventChannel, func() { broker.Wake(); hostWake.Wake() },
-			log.With("component", "events"))
-	}
-	limits := submit.Limits{Presets: submit.DefaultPresets()}
-	if err := submit.ValidatePresets(limits); err != nil {
-		return err
-	}
-	dataDir, err := filepath.Abs(f.dataDir)
+	data, err := f.data.config(log.With("component", "host"))
 	if err != nil {
-		return err
+		return cfg, err
 	}
-	imagesDir := filepath.Join(dataDir, "images")
-	jobs := job.New(job.Config{Store: event.NotifyingStore(db, broker), Clock: clk, Logger: log.With("component", "jobs"),
-		Billing: bill, Limits: limits, Wake: hostWake})
-	hostImages := &ociimage.Cache{
-		Root: filepath.Join(dataDir, "host", "images"), MountPoints: sandbox.MountPoints(), Logger: log.With("component", "host"),
-	}
-	local, err := fleet.NewLocal(filepath.Join(dataDir, "host"), imagesDir, hostImages)
-	if err != nil {
-		return err
-	}
-	shared, err := openShared(ctx, &f, imagesDir, log)
-	if err != nil {
-		return err
-	}
-	var images fleet.ImageSource
-	if shared.images != nil {
-		images = shared.images
-		local.SetImages(shared.images)
-	}
-	// One data-source cache for the local host: init fills it, tasks read it.
-	dataSources, err := f.data.cache(filepath.Join(localWorkBase(&f, dataDir), "data"), log.With("component", "host"))
-	if err != nil {
-		return err
-	}
-	local.DataSources, local.ProjectEnv = dataSources, projectEnv(db)
-	projects := project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: f.dataDir,
-		Jobs: jobs, Preparer: local, Floor: bill, OnBuild: set.ObserveBuild, Contexts: shared.contexts,
-		BuildWorkers: f.fair.buildWorkers, BuildsPerAccount: f.fair.buildsPerAccount, MaxBuildTime: f.fair.buildTimeout,
-		Quotas: f.fair.quotas()})
-	defer projects.Close()
-	if f.databaseURL != "" {
-		go postgres.Listen(brokerCtx, f.databaseURL, postgres.PushChannel, projects.WakeBuilds, log.With("component", "builds"))
-	}
-	arts, err := f.artifacts.service(ctx, db, clk, log.With("component", "artifacts"), dataDir)
-	if err != nil {
-		return err
-	}
-	dataDisk := &diskfree.Checker{Dir: dataDir, Min: f.minFreeDisk}
-	api := httpapi.New(httpapi.Config{
-		Logger: log, Clock: clk, Store: db, Auth: authSvc, Billing: bill,
-		Projects: projects, Jobs: jobs, Artifacts: arts, Version: Version, Payments: payments,
-		AuthRatePerAddress: f.payments.ratePerAddress, AuthRatePerIP: f.payments.ratePerIP,
-		Streams: httpapi.StreamConfig{Broker: broker, Timeout: f.streams.timeout, PingInterval: f.streams.pingInterval,
-			PerAccount: f.streams.perAccount},
-		Metrics: set, MetricsToken: f.metricsToken, TrustedProxies: proxies,
-		Limits: &httpapi.Limits{WaitlistPerMinute: f.front.waitlistRate, FeedbackPerMinute: f.front.feedbackRate,
-			RedeemPerMinute: httpapi.DefaultLimits.RedeemPerMinute},
-		HostBinary: selfPath(), RunscBinary: f.build.runsc,
-		DiskFree: dataDisk,
-	})
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	defer stopSweep()
-	sweeper := &artifact.Sweeper{Tasks: append(f.artifacts.sweepTasks(arts, jobs, clk), expirySweepTasks(authSvc, db, clk)...),
-		Logger: log.With("component", "sweeper")}
-	duties.run(sweepCtx, dutySweeps, sweeper.Run)
-	ctrl := fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: jobs, Wake: hostWake, Clock: clk, Artifacts: arts,
-		Log: log.With("component", "controller"), ImagesDir: imagesDir, Images: images, Presence: duties.presence,
-		HeartbeatInterval: f.heartbeat, SeedsDir: filepath.Join(dataDir, "seeds")})
-	hosts = ctrl.HostCounts
-	mux := http.NewServeMux()
-	mux.Handle("/agent/v1/", httpapi.AgentHandler(ctrl, log.With("component", "agentapi"), dataDisk))
-	mux.Handle("/", api)
-
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	ln = f.edges.listener(ln, proxies, log.With("component", "http"))
-	srv := f.edges.server(httpapi.MinBodyRate(f.edges.bodyRate(), log.With("component", "http"), mux),
-		slog.NewLogLogger(log.Handler(), slog.LevelWarn))
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	core, err := startCore(ctx, log, &f, duties, shared.images, dataDir, projects, localHost{local: local, images: hostImages, data: dataSources}, ctrl,
-		"http://"+ln.Addr().String())
-	if err != nil {
-		_ = srv.Close()
-		return err
-	}
-	defer core.stop() // on early returns; the shutdown below stops it first
-
-	api.SetCoreStarted(true)
-	log.Info("skiff server started", "listen", ln.Addr().String(), "store", db.Engine(), "data_dir", f.dataDir,
-		"version", Version, "startup_ms", time.Since(start).Milliseconds())
-
-	select {
-	case err := <-serveErr:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down", "drain_timeout", f.drainTimeout.String())
-	api.SetDraining(true)
-	// The local host stops first, while the API still answers it: it kills
-	// its attempts and reports them (they are requeued free) before the
-	// listener closes.
-	core.stop()
-	// Open streams end now (their subscriptions close), so that draining
-	// does not wait for them; their clients reconnect with Last-Event-ID.
-	stopBroker()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Warn("drain incomplete; closing remaining connections", "err", err)
-		_ = srv.Close()
-	}
-	log.Info("stopped")
-	return nil
+	host := server.HostConfig{Disabled: f.host.disabled, Driver: f.host.driver, AllowUnisolated: f.host.allowUnisolated,
+		Slots: f.host.slots, Warm: f.host.warm, CPUs: f.host.cpus, MemoryMB: f.host.memoryMB,
+		GPUs: f.host.gpus, GPUDriverDir: f.host.gpuDriverDir, CacheMountsMaxBytes: gib(f.data.cacheMountsGB)}
+	f.disk.hostConfig(&host)
+	return server.Config{
+		DataDir: f.dataDir, DatabaseURL: f.databaseURL,
+		Listen: f.listen, DrainTimeout: f.drainTimeout, Logger: log, Version: Version, HostBinary: selfPath(),
+		Build: server.BuildConfig{Buildah: f.build.buildah, Runsc: f.build.runsc, Isolation: f.build.isolation,
+			Network: f.build.network, CPUs: f.build.cpus, Memory: f.build.memory, AllowedBaseImages: splitList(f.build.allowBases)},
+		Host: host,
+		Fair: server.FairConfig{BuildWorkers: f.fair.buildWorkers, BuildsPerAccount: f.fair.buildsPerAccount,
+			BuildTimeout: f.fair.buildTimeout, Quotas: f.fair.quotas()},
+		Rates: rates,
+		Payments: server.PaymentsConfig{Config: payCfg, WalletPolicy: walletPolicy,
+			AuthRatePerAddress: f.payments.ratePerAddress, AuthRatePerIP: f.payments.ratePerIP},
+		Streams: server.StreamsConfig{Timeout: f.streams.timeout, PingInterval: f.streams.pingInterval, PerAccount: f.streams.perAccount},
+		Front: server.FrontConfig{TrustedProxies: proxies, Limits: &httpapi.Limits{WaitlistPerMinute: f.front.waitlistRate,
+			FeedbackPerMinute: f.front.feedbackRate, RedeemPerMinute: httpapi.DefaultLimits.RedeemPerMinute}},
+		Edges:        f.edges.config(),
+		Artifacts:    f.artifacts.config(),
+		DataSources:  data,
+		MetricsToken: f.metricsToken,
+		DutyLease:    f.dutyLease,
+		Heartbeat:    f.heartbeat,
+		MinFreeDisk:  f.minFreeDisk,
+	}, nil
 }
 
 func runMigrate(ctx context.Context, e *env, args []string) error {

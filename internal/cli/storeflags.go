@@ -3,14 +3,9 @@ package cli
 import (
 	"context"
 	"flag"
-	"fmt"
-	"path/filepath"
-	"strings"
-	"time"
 
-	"github.com/skiffhq/skiff/internal/store/postgres"
+	"github.com/skiffhq/skiff/internal/server"
 	"github.com/skiffhq/skiff/internal/store/sqldb"
-	"github.com/skiffhq/skiff/internal/store/sqlite"
 )
 
 // storeFlags are shared by the server and the operator commands, so both
@@ -25,24 +20,7 @@ func (sf *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&sf.databaseURL, "database-url", "", "postgres:// URL to use PostgreSQL instead of the embedded SQLite (env SKIFF_DATABASE_URL)")
 }
 
-// open opens and migrates the store.
+// open opens and migrates the store (the same as the server's).
 func (sf *storeFlags) open(ctx context.Context) (*sqldb.DB, error) {
-	var db *sqldb.DB
-	var err error
-	switch u := sf.databaseURL; {
-	case u == "":
-		db, err = sqlite.Open(ctx, filepath.Join(sf.dataDir, "skiff.db"))
-	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
-		db, err = postgres.Open(ctx, u)
-	default:
-		return nil, fmt.Errorf("--database-url must start with postgres:// (leave it empty for the embedded SQLite)")
-	}
-	if err != nil {
-		return nil, err
-	}
-	if _, err := db.Migrate(ctx, time.Now().UTC()); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("migrate: %w", err)
-	}
-	return db, nil
+	return server.OpenStore(ctx, sf.dataDir, sf.databaseURL)
 }

@@ -1,4 +1,4 @@
-package cli
+package server
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const (
 	dutyFleetSweep = "fleet-sweep" // orphaned attempts of hosts alive nowhere
 	dutySweeps     = "sweeps"      // artifact grace and job retention
 	dutyPayments   = "payments"    // finishing settlements left pending
-	dutyPriceFeed  = "price-feed"  // polling --price-feed-url
+	dutyPriceFeed  = "price-feed"  // polling the price feed
 )
 
 // duties is how this controller shares singleton work with the others on

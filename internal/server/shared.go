@@ -1,9 +1,8 @@
-package cli
+package server
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/imagestore"
@@ -19,25 +18,25 @@ type sharedBytes struct {
 	images   *imagestore.Shared
 }
 
-func openShared(ctx context.Context, f *serverFlags, imagesDir string, log *slog.Logger) (sharedBytes, error) {
+func (s *Server) openShared(ctx context.Context, imagesDir string) (sharedBytes, error) {
 	var sb sharedBytes
-	pushes, err := f.artifacts.sharedBlob(ctx, "pushes")
+	pushes, err := s.sharedBlob(ctx, "pushes")
 	if err != nil {
 		return sb, fmt.Errorf("shared build contexts: %w", err)
 	}
-	imgs, err := f.artifacts.sharedBlob(ctx, "images")
+	imgs, err := s.sharedBlob(ctx, "images")
 	if err != nil {
 		return sb, fmt.Errorf("shared images: %w", err)
 	}
 	if pushes == nil || imgs == nil {
-		if f.databaseURL != "" {
-			log.Warn("no shared blob store (--artifact-store s3://...): build contexts and images stay on the controller " +
+		if s.cfg.DatabaseURL != "" {
+			s.log.Warn("no shared blob store (--artifact-store s3://...): build contexts and images stay on the controller " +
 				"that made them, so with several controllers pushes and tasks may fail on the others")
 		}
 		return sb, nil
 	}
 	sb.contexts = artifact.Files{Blob: pushes, Limit: project.MaxPushBytes}
-	sb.images = &imagestore.Shared{Root: imagesDir, Blob: imgs, Log: log.With("component", "images")}
+	sb.images = &imagestore.Shared{Root: imagesDir, Blob: imgs, Log: s.log.With("component", "images")}
 	return sb, nil
 }
 

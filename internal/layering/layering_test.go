@@ -22,6 +22,7 @@ const module = "github.com/skiffhq/skiff"
 // its subpackages; the longest listed path decides.
 var adapters = map[string]string{
 	"cli":                     "the composition root: it wires engines, HTTP and the domain together",
+	"server":                  "the composition root: it builds the controller from the engines, HTTP and the domain, once",
 	"httpapi":                 "the HTTP adapter of the public API and of agentproto's controller side",
 	"agent/agenthttp":         "the host's HTTP client of agentproto (agent.Controller over HTTP)",
 	"agent/datasrc":           "fetches a revision's data sources (URLs, the Hugging Face hub) over HTTP(S) (agent.DataSources)",

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -46,11 +45,6 @@ func newDuties(db store.Store, shared bool, ttl time.Duration, clk clock.Clock, 
 		runner:   duty.New(duty.Config{Leases: db, Holder: holder, Clock: clk, TTL: ttl, Log: log}),
 		presence: &duty.Presence{Store: db, Holder: holder, Prefix: "host:"},
 	}
-}
-
-// run runs fn under the duty name in its own goroutine until ctx ends.
-func (d *duties) run(ctx context.Context, name string, fn func(ctx context.Context)) {
-	go d.runner.Run(ctx, name, fn)
 }
 
 // controllerName is unique per process: the host name, the pid and a

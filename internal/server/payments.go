@@ -27,7 +27,7 @@ func (s *Server) startPayments(cfg payment.Config) *payment.Service {
 		log.Info("payments on", "network", cfg.Network, "asset", cfg.Asset, "pay_to", cfg.PayTo, "realm", cfg.Realm,
 			"facilitator", redactURL(cfg.FacilitatorURL), "facilitator_headers", len(cfg.FacilitatorHeaders), "chain_rpc", cfg.RPCURL != "")
 		// In the background: a slow facilitator must not hold up the start.
-		s.duties.run(s.bg, dutyPayments, func(ctx context.Context) {
+		s.runDuty(dutyPayments, func(ctx context.Context) {
 			settled, failed, err := svc.Reconcile(ctx)
 			if err != nil {
 				log.Warn("reconcile pending payments", "err", err)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -36,9 +37,9 @@ func (s *Server) priceSource() (billing.PriceSource, error) {
 		cfg.Shared = s.db
 	}
 	feed := pricefeed.New(cfg)
-	d.run(s.bg, dutyPriceFeed, feed.Run)
+	s.runDuty(dutyPriceFeed, feed.Run)
 	if d.shared {
-		go feed.Follow(s.bg, min(rc.FeedInterval, followPriceFeedEvery))
+		s.goBG(func(ctx context.Context) { feed.Follow(ctx, min(rc.FeedInterval, followPriceFeedEvery)) })
 	}
 	log.Info("price feed configured", "url", pricefeed.RedactURL(rc.FeedURL), "interval", rc.FeedInterval.String(), "shared", d.shared)
 	return feed, nil

@@ -65,6 +65,7 @@ type Server struct {
 	// notifications, duties); stopBG ends it at shutdown.
 	bg     context.Context
 	stopBG context.CancelFunc
+	bgWG   sync.WaitGroup // the goroutines that run under bg
 	// closers release what New opened, last first.
 	closers []func()
 
@@ -102,7 +103,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	db, clk := s.db, s.clk
 	s.bg, s.stopBG = context.WithCancel(context.WithoutCancel(ctx))
-	s.closers = append(s.closers, s.stopBG)
+	s.closers = append(s.closers, func() {
+		s.stopBG()
+		s.bgWG.Wait() // before the store closes under them
+	})
 	s.duties = newDuties(db, cfg.DatabaseURL != "", cmp.Or(cfg.DutyLease, 10*time.Second), clk, log.With("component", "duties"))
 
 	// The listener comes first among the parts that face out: wallet
@@ -141,8 +145,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.DatabaseURL != "" {
 		// A job event committed on any controller may be new work or a
 		// cancel for the hosts polling this one.
-		go postgres.Listen(s.bg, cfg.DatabaseURL, postgres.EventChannel, func() { s.broker.Wake(); hostWake.Wake() },
-			log.With("component", "events"))
+		s.goBG(func(ctx context.Context) {
+			postgres.Listen(ctx, cfg.DatabaseURL, postgres.EventChannel, func() { s.broker.Wake(); hostWake.Wake() },
+				log.With("component", "events"))
+		})
 	}
 	limits := submit.Limits{Presets: submit.DefaultPresets()}
 	if err := submit.ValidatePresets(limits); err != nil {
@@ -168,7 +174,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Quotas: cfg.Fair.Quotas})
 	s.closers = append(s.closers, s.projects.Close)
 	if cfg.DatabaseURL != "" {
-		go postgres.Listen(s.bg, cfg.DatabaseURL, postgres.PushChannel, s.projects.WakeBuilds, log.With("component", "builds"))
+		s.goBG(func(ctx context.Context) {
+			postgres.Listen(ctx, cfg.DatabaseURL, postgres.PushChannel, s.projects.WakeBuilds, log.With("component", "builds"))
+		})
 	}
 	if s.artifacts, err = s.artifactService(ctx); err != nil {
 		return nil, err
@@ -187,7 +195,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	})
 	sweeper := &artifact.Sweeper{Tasks: append(s.artifactSweepTasks(), s.expirySweepTasks()...),
 		Logger: log.With("component", "sweeper")}
-	s.duties.run(s.bg, dutySweeps, sweeper.Run)
+	s.runDuty(dutySweeps, sweeper.Run)
 	s.ctrl = fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: s.jobs, Wake: hostWake, Clock: clk, Artifacts: s.artifacts,
 		Log: log.With("component", "controller"), ImagesDir: imagesDir, Images: images, Presence: s.duties.presence,
 		HeartbeatInterval: cmp.Or(cfg.Heartbeat, 10*time.Second), SeedsDir: filepath.Join(s.dataDir, "seeds")})
@@ -268,6 +276,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("server shutdown: %w", ctx.Err())
 	}
+}
+
+// goBG runs fn under the server's background context; shutdown waits
+// for it to return before the store closes.
+func (s *Server) goBG(fn func(ctx context.Context)) {
+	s.bgWG.Go(func() { fn(s.bg) })
+}
+
+// runDuty runs fn as the singleton duty name in the background.
+func (s *Server) runDuty(name string, fn func(ctx context.Context)) {
+	s.goBG(func(ctx context.Context) { s.duties.runner.Run(ctx, name, fn) })
 }
 
 // release closes what New opened, last first: the listener, the

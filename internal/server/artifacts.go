@@ -14,9 +14,12 @@ import (
 	"github.com/skiffhq/skiff/internal/store"
 )
 
-// blob opens the blob store Artifacts.StoreURL names.
-func (s *Server) blob(ctx context.Context) (artifact.Blob, error) {
+// openBlob opens the blob store Artifacts.StoreURL names.
+func (s *Server) openBlob(ctx context.Context) (artifact.Blob, error) {
 	a := s.cfg.Artifacts
+	if s.cfg.Blob != nil {
+		return s.cfg.Blob, nil
+	}
 	switch u := a.StoreURL; {
 	case u == "":
 		return artifact.NewLocal(filepath.Join(s.dataDir, "artifacts"))
@@ -56,10 +59,11 @@ func (s *Server) sharedBlob(ctx context.Context, sub string) (artifact.Blob, err
 
 func (s *Server) artifactService(ctx context.Context) (*artifact.Service, error) {
 	a := s.cfg.Artifacts
-	b, err := s.blob(ctx)
+	b, err := s.openBlob(ctx)
 	if err != nil {
 		return nil, err
 	}
+	s.blob = b
 	return artifact.New(artifact.Config{Store: s.db, Blob: b, Clock: s.clk, Logger: s.log.With("component", "artifacts"),
 		Fetcher: externalhttp.Fetcher{}, MaxUploadBytes: a.MaxUploadBytes, QuotaBytes: a.QuotaBytes, Grace: a.Grace,
 		AllowPrivate: a.AllowPrivate}), nil

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/skiffhq/skiff/internal/artifact"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -78,6 +79,13 @@ type Config struct {
 	// the chain's JSON-RPC node (nil: made from Payments' URLs).
 	Facilitator payment.Facilitator
 	Chain       payment.Chain
+	// DiskStat reads the data dir's filesystem for MinFreeDisk (nil:
+	// statfs); tests fake a full disk through it.
+	DiskStat diskfree.StatFunc
+	// Blob, when set, holds the artifact bytes instead of the store
+	// Artifacts names; like DB, an engine a test opened (the API tests run
+	// over local disk and S3 alike), not a fake.
+	Blob artifact.Blob
 }
 
 // BuildConfig configures the image builder (the --build-* flags).

@@ -51,6 +51,7 @@ type Server struct {
 	jobs      *job.Service
 	projects  *project.Service
 	artifacts *artifact.Service
+	blob      artifact.Blob
 	ctrl      *fleet.Controller
 	api       *httpapi.Server
 	duties    *duties
@@ -71,6 +72,7 @@ type Server struct {
 
 	runOnce  sync.Once
 	stopOnce sync.Once
+	ready    chan struct{} // closed once Run has started everything
 	stop     chan struct{} // closed by Shutdown
 	done     chan struct{} // closed when Run has stopped everything
 	released sync.Once
@@ -82,7 +84,7 @@ type Server struct {
 // build queue, the fleet's sweeps and the local host start with Run.
 func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, start: time.Now(),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		ready: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -181,7 +183,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.artifacts, err = s.artifactService(ctx); err != nil {
 		return nil, err
 	}
-	dataDisk := &diskfree.Checker{Dir: s.dataDir, Min: cfg.MinFreeDisk}
+	dataDisk := &diskfree.Checker{Dir: s.dataDir, Min: cfg.MinFreeDisk, Stat: cfg.DiskStat}
 	s.api = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: s.auth, Billing: s.billing,
 		Projects: s.projects, Jobs: s.jobs, Artifacts: s.artifacts, Version: cfg.Version, Payments: s.payments,
@@ -230,6 +232,7 @@ func (s *Server) run(ctx context.Context) error {
 	defer c.stop() // on early returns; the shutdown below stops it first
 
 	s.api.SetCoreStarted(true)
+	close(s.ready)
 	log.Info("skiff server started", "listen", s.ln.Addr().String(), "store", s.db.Engine(), "data_dir", s.cfg.DataDir,
 		"version", s.cfg.Version, "startup_ms", time.Since(s.start).Milliseconds())
 
@@ -302,6 +305,13 @@ func (s *Server) release() {
 	})
 }
 
+// Ready is closed once Run serves and has started the builder, the
+// fleet's sweeps and the local host.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Done is closed once Run has stopped everything it started.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
 // URL is the API's base URL, http://host:port without a trailing slash.
 func (s *Server) URL() string { return s.url }
 
@@ -323,6 +333,7 @@ func (s *Server) Payments() *payment.Service      { return s.payments }
 func (s *Server) Jobs() *job.Service              { return s.jobs }
 func (s *Server) Projects() *project.Service      { return s.projects }
 func (s *Server) Artifacts() *artifact.Service    { return s.artifacts }
+func (s *Server) Blob() artifact.Blob             { return s.blob }
 func (s *Server) Broker() *event.Broker           { return s.broker }
 func (s *Server) Metrics() *metrics.Set           { return s.metrics }
 func (s *Server) Controller() *fleet.Controller   { return s.ctrl }

@@ -75,6 +75,11 @@ type Config struct {
 	Clock clock.Clock // nil: the system clock
 	// Driver runs the local host's sandboxes (nil: Host.Driver names one).
 	Driver sandbox.Driver
+	// Builder builds pushed projects (nil: buildah as Build says). The
+	// builder is the build side's sandbox: tests hold builds in it or
+	// build without buildah. Images it builds are still published to the
+	// shared store when there is one.
+	Builder project.ImageBuilder
 	// Facilitator and Chain replace the x402 facilitator's HTTP client and
 	// the chain's JSON-RPC node (nil: made from Payments' URLs).
 	Facilitator payment.Facilitator

@@ -97,11 +97,23 @@ func (s *Server) startCore(ctx context.Context) (*core, error) {
 // publishing to the shared store when there is one; nil with
 // Build.Disabled.
 func (s *Server) builder(ctx context.Context) project.ImageBuilder {
-	bc, log := s.cfg.Build, s.log
-	if bc.Disabled {
+	if s.cfg.Build.Disabled {
 		return nil
 	}
-	var builder project.ImageBuilder
+	builder := s.cfg.Builder
+	if builder == nil {
+		builder = s.buildah(ctx)
+	}
+	if s.shared.images != nil {
+		builder = publishingBuilder{ImageBuilder: builder, images: s.shared.images}
+	}
+	return builder
+}
+
+// buildah is the production builder, or one that fails every build with
+// the reason buildah could not start.
+func (s *Server) buildah(ctx context.Context) project.ImageBuilder {
+	bc, log := s.cfg.Build, s.log
 	b, err := build.New(ctx, build.Config{
 		BuildahPath: cmp.Or(bc.Buildah, build.DefaultBuildahPath), RunscPath: s.runsc(),
 		StorageRoot: filepath.Join(s.dataDir, "buildah", "storage"), ImagesDir: filepath.Join(s.dataDir, "images"),
@@ -112,14 +124,9 @@ func (s *Server) builder(ctx context.Context) project.ImageBuilder {
 	}, log.With("component", "builder"))
 	if err != nil {
 		log.Error("image builder unavailable: pushes will fail until it is fixed", "err", err)
-		builder = brokenBuilder{err: err}
-	} else {
-		builder = build.ProjectBuilder{B: b}
+		return brokenBuilder{err: err}
 	}
-	if s.shared.images != nil {
-		builder = publishingBuilder{ImageBuilder: builder, images: s.shared.images}
-	}
-	return builder
+	return build.ProjectBuilder{B: b}
 }
 
 // runsc is the gVisor runsc of build RUN steps and the local host's tasks.

@@ -146,8 +146,13 @@ func Start(t testing.TB, opts Options) *Env {
 		DataDir: t.TempDir(), DB: db, Listen: "127.0.0.1:0", Listener: opts.Listener, Logger: log, Version: "test",
 		// A test server goes away at once, as a killed controller would.
 		DrainTimeout: time.Second,
-		Build:        server.BuildConfig{Disabled: true},
-		Host:         server.HostConfig{Disabled: true},
+		// Worker claims for hosts the fleet controller never registered:
+		// a heartbeat of an hour keeps its lost-host sweep (every
+		// heartbeat, on the fake clock) from requeueing their attempts
+		// while a test advances the clock by minutes.
+		Heartbeat: time.Hour,
+		Build:     server.BuildConfig{Disabled: true},
+		Host:      server.HostConfig{Disabled: true},
 		Payments: server.PaymentsConfig{WalletPolicy: opts.WalletPolicy,
 			AuthRatePerAddress: opts.AuthRatePerAddress, AuthRatePerIP: opts.AuthRatePerIP},
 		Streams: server.StreamsConfig{Timeout: opts.Streams.Timeout, PingInterval: opts.Streams.PingInterval,

@@ -20,7 +20,7 @@ import (
 )
 
 // Config is everything `skiff server`'s flags set, grouped as the flags
-// are (docs/operating.md lists the flags). Values are already validated
+// are (`skiff server --help` lists them). Values are already validated
 // by whoever parsed them; New fills zero values with the flags' defaults
 // where a zero would not be a sensible setting of its own.
 type Config struct {

@@ -213,7 +213,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 // stops everything in order and returns nil, or the error that stopped
 // serving. Run may be called once.
 func (s *Server) Run(ctx context.Context) error {
-	err := errors.New("server: Run called twice")
+	err := errors.New("server: Run after Shutdown, or a second Run")
 	s.runOnce.Do(func() { err = s.run(ctx) })
 	return err
 }

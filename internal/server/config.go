@@ -24,7 +24,7 @@ import (
 // by whoever parsed them; New fills zero values with the flags' defaults
 // where a zero would not be a sensible setting of its own.
 type Config struct {
-	// Store: DataDir holds the SQLite database (without DatabaseURL), the
+	// Store: DataDir (required) holds the SQLite database (without DatabaseURL), the
 	// images, builds, artifacts and the local host's files. DatabaseURL
 	// switches the store to PostgreSQL and turns on duty sharing with
 	// the other controllers on it.

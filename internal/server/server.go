@@ -97,7 +97,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 	log := s.log
-	if s.dataDir, err = filepath.Abs(cmp.Or(cfg.DataDir, ".")); err != nil {
+	if cfg.DataDir == "" {
+		return nil, errors.New("server: Config.DataDir is required")
+	}
+	if s.dataDir, err = filepath.Abs(cfg.DataDir); err != nil {
 		return nil, err
 	}
 	if err := s.openStore(ctx); err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/contact"
-	"github.com/skiffhq/skiff/internal/server"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/termsafe"
 )
@@ -60,8 +59,8 @@ Run 'skiff admin <command> --help' for the flags of a command.
 func adminCreateKey(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("admin create-key --account NAME [--role member|viewer|admin]",
 		"Creates an API key for the account, creating the account if needed, and prints the key.\nThe key is shown only this once; only its hash is stored.")
-	sf := server.Defaults().StoreConfig
-	registerStore(fs, &sf)
+	var sf storeFlags
+	sf.register(fs)
 	account := fs.String("account", "", "account name (required)")
 	role := fs.String("role", "member", "role of the key: member, viewer or admin")
 	if err := e.parse(fs, args); err != nil {
@@ -71,7 +70,7 @@ func adminCreateKey(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("--account is required")
 	}
-	db, err := sf.Open(ctx)
+	db, err := sf.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -87,8 +86,8 @@ func adminCreateKey(ctx context.Context, e *env, args []string) error {
 func adminGrantCredit(ctx context.Context, e *env, args []string) error {
 	fs := e.newFlags("admin grant-credit --account NAME --usd AMOUNT",
 		"Adds a beta_credit_grant ledger entry of AMOUNT USD (at most 6 decimals) and prints the\naccount's available balance in USD. The account is created if needed.")
-	sf := server.Defaults().StoreConfig
-	registerStore(fs, &sf)
+	var sf storeFlags
+	sf.register(fs)
 	account := fs.String("account", "", "account name (required)")
 	usd := fs.String("usd", "", "amount in USD, e.g. 25 or 0.50 (required)")
 	note := fs.String("note", "", "description recorded on the ledger entry")
@@ -103,7 +102,7 @@ func adminGrantCredit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := sf.Open(ctx)
+	db, err := sf.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -140,8 +139,8 @@ func (l *listFlags) register(fs *flag.FlagSet) {
 // openListing parses an admin listing's flags (store, paging, --json) into
 // fs and opens the store; the caller closes it.
 func openListing(ctx context.Context, e *env, fs *flag.FlagSet, args []string) (store.Store, *listFlags, store.ListParams, error) {
-	sf := server.Defaults().StoreConfig
-	registerStore(fs, &sf)
+	var sf storeFlags
+	sf.register(fs)
 	lf := &listFlags{}
 	lf.register(fs)
 	if err := e.parse(fs, args); err != nil {
@@ -151,7 +150,7 @@ func openListing(ctx context.Context, e *env, fs *flag.FlagSet, args []string) (
 	if err != nil {
 		return nil, nil, store.ListParams{}, err
 	}
-	db, err := sf.Open(ctx)
+	db, err := sf.open(ctx)
 	if err != nil {
 		return nil, nil, store.ListParams{}, err
 	}

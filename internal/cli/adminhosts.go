@@ -18,7 +18,6 @@ import (
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/enroll"
 	"github.com/skiffhq/skiff/internal/httpapi"
-	"github.com/skiffhq/skiff/internal/server"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/termsafe"
 )
@@ -32,8 +31,8 @@ func adminCreateEnrollment(ctx context.Context, e *env, args []string) error {
 			"--runsc-sha256) rather than against what the controller says. The host's name, the work it may\n"+
 			"take and its rate share are fixed here; the machine redeems the code with `skiff host --code-file`\n"+
 			"or the installer at /skiff-host.")
-	sf := server.Defaults().StoreConfig
-	registerStore(fs, &sf)
+	var sf storeFlags
+	sf.register(fs)
 	name := fs.String("name", "", "the host's name (default: its hostname)")
 	work := fs.String("work", "cpu", "work kinds it may take: cpu, gpu or cpu,gpu")
 	rate := fs.Int("rate-percent", enroll.DefaultRatePercent, "the host's share of what its tasks earn, 0-100")
@@ -48,7 +47,7 @@ func adminCreateEnrollment(ctx context.Context, e *env, args []string) error {
 	if *binary == "" {
 		*binary = selfPath()
 	}
-	db, err := sf.Open(ctx)
+	db, err := sf.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -155,8 +154,8 @@ func adminRemoveHost(ctx context.Context, e *env, args []string) error {
 func adminHostState(ctx context.Context, e *env, args []string, name, help string,
 	do func(*enroll.Service, context.Context, string) (*store.Host, error)) error {
 	fs := e.newFlags("admin "+name+" [flags] HOST_ID", help)
-	sf := server.Defaults().StoreConfig
-	registerStore(fs, &sf)
+	var sf storeFlags
+	sf.register(fs)
 	// The id may come first or last: flag parsing stops at it.
 	var hostID string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -171,7 +170,7 @@ func adminHostState(ctx context.Context, e *env, args []string, name, help strin
 		fs.Usage()
 		return fmt.Errorf("give one host id (wkr_...; see skiff admin hosts)")
 	}
-	db, err := sf.Open(ctx)
+	db, err := sf.open(ctx)
 	if err != nil {
 		return err
 	}

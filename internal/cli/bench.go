@@ -106,7 +106,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	rep, err := bench.Run(ctx, bench.Config{Jobs: f.jobs, Warmup: f.warmup, Clients: f.clients,
 		Submissions: f.submissions, FanOutTasks: f.fanOutTasks, Poll: f.poll, Runsc: f.runsc, TmpDir: f.tmpDir,
 		Keep: f.keep, Version: Version, Progress: e.stderr,
-		CgroupParent: func(dataDir string) string { return "skiff-" + server.HostSuffix(dataDir) }})
+		CgroupParent: func(dataDir string) string { return "skiff-" + server.CgroupSuffix(dataDir) }})
 	if err != nil {
 		if ctx.Err() != nil {
 			return errors.New("interrupted; stopped everything it started")

@@ -115,7 +115,7 @@ func newGPURunner(ctx context.Context, runsc, driverDir, rootFS, dir string, wan
 	if err := os.Chmod(filepath.Join(rootFS, sandbox.ContainerRoot), 0o711); err != nil {
 		return nil, fmt.Errorf("mount point %s in %s: %w", sandbox.ContainerRoot, rootFS, err)
 	}
-	d, err := gvisor.New(gvisor.Config{RunscPath: runsc, StateDir: filepath.Join(dir, "runsc"), CgroupParent: "skiff-gpu-" + server.HostSuffix(dir), Logger: log})
+	d, err := gvisor.New(gvisor.Config{RunscPath: runsc, StateDir: filepath.Join(dir, "runsc"), CgroupParent: "skiff-gpu-" + server.CgroupSuffix(dir), Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -49,8 +49,8 @@ type remoteHostFlags struct {
 	gpuDriverDir               string
 	allowUnisolated            bool
 	leaseWait                  time.Duration
-	data                       server.DataConfig
-	disk                       server.DiskConfig
+	data                       dataFlags
+	disk                       hostDiskFlags
 }
 
 func runHost(ctx context.Context, e *env, args []string) error {
@@ -81,20 +81,18 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.driver, "driver", "gvisor", "sandbox: gvisor, or process (NOT a sandbox; needs --allow-unisolated, tests only)")
 	fs.BoolVar(&f.allowUnisolated, "allow-unisolated", false, "let --driver=process run tasks unsandboxed")
 	fs.DurationVar(&f.leaseWait, "lease-wait", 0, "long-poll wait asked of the controller (0: the agent's default)")
-	d := server.Defaults()
-	f.data, f.disk = d.Data, d.Disk
-	registerData(fs, &f.data)
-	registerDisk(fs, &f.disk, "--data-dir")
+	f.data.register(fs)
+	f.disk.register(fs, "--data-dir")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
-	if err := f.data.Validate(); err != nil {
+	if err := f.data.validate(); err != nil {
 		return err
 	}
-	if err := f.disk.Validate(); err != nil {
+	if err := f.disk.validate(); err != nil {
 		return err
 	}
-	urls := server.SplitList(f.controllers)
+	urls := splitList(f.controllers)
 	if len(urls) == 0 || f.dataDir == "" {
 		fs.Usage()
 		return errors.New("--controller and --data-dir are required")
@@ -138,7 +136,7 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	}
 	storageGB := f.storageGB
 	if storageGB == 0 {
-		storageGB = freeDiskGB(f.disk.Root(dataDir))
+		storageGB = freeDiskGB(f.disk.root(dataDir))
 	}
 	cpus, memGB := f.cpus, f.memoryGB
 	if cpus <= 0 {
@@ -155,7 +153,7 @@ func runHost(ctx context.Context, e *env, args []string) error {
 
 	// What tasks write or make this host fetch lives under the work base,
 	// which --work-dir may put on a filesystem of its own.
-	base := f.disk.Root(dataDir)
+	base := f.disk.root(dataDir)
 	driver, err := remoteHostDriver(&f, dataDir, base, log)
 	if err != nil {
 		return err
@@ -183,13 +181,13 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	}
 	// The manifests' data sources are fetched once onto this host and its
 	// cache mounts kept here, as on the controller's own host.
-	dataSources, err := f.data.Cache(filepath.Join(base, "data"), log)
+	dataSources, err := f.data.cache(filepath.Join(base, "data"), log)
 	if err != nil {
 		return err
 	}
 	cfg := agent.Config{
 		Controller:  agenthttp.NewFailover(urls, id.Credential),
-		DataSources: dataSources, CacheMountMaxBytes: server.GiB(f.data.CacheMountsGB),
+		DataSources: dataSources, CacheMountMaxBytes: gib(f.data.cacheMountsGB),
 		Driver: driver,
 		Images: &ociimage.Cache{Root: filepath.Join(base, "images"), MountPoints: sandbox.MountPoints(), Logger: log},
 		// Its own seeds directory, never a path the controller names on
@@ -202,10 +200,10 @@ func runHost(ctx context.Context, e *env, args []string) error {
 		Profile:   prof,
 		Capacity:  agentproto.Capacity{CPU: cpus, MemoryMB: int64(memGB * 1024), StorageGB: storageGB},
 		GPU:       gpus,
-		PollWait:  f.leaseWait,
+		PollWait: f.leaseWait,
 		Logger:    log,
 	}
-	f.disk.Apply(&cfg, cfg.WorkRoot, f.driver == "gvisor")
+	f.disk.apply(&cfg, cfg.WorkRoot, f.driver == "gvisor")
 	a, err := agent.New(cfg)
 	if err != nil {
 		return err
@@ -229,7 +227,7 @@ func remoteHostDriver(f *remoteHostFlags, dataDir, workBase string, log *slog.Lo
 	switch f.driver {
 	case "gvisor":
 		return gvisor.New(gvisor.Config{RunscPath: f.runsc, StateDir: filepath.Join(dataDir, "runsc"), WarmDir: filepath.Join(workBase, "warm"),
-			CgroupParent: "skiff-host-" + server.HostSuffix(dataDir), Logger: log})
+			CgroupParent: "skiff-host-" + server.CgroupSuffix(dataDir), Logger: log})
 	case "process":
 		return process.New(process.Config{AllowUnisolated: f.allowUnisolated, Logger: log})
 	}

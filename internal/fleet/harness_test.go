@@ -38,6 +38,15 @@ import (
 // harness is a controller with the job service over a real store, serving
 // agentproto on a loopback HTTP server, and a published project whose image
 // is the sandbox test runner. Hosts are real agents running gVisor.
+//
+// It builds its controller by hand rather than through internal/server's
+// assembly, on purpose: it tunes the controller below what any flag sets
+// (a 200 ms sweep, LostAfter of three sub-second heartbeats, the retry
+// avoidance window), restarts the controller alone over the same store
+// while its hosts keep running, and starts several hosts of its own with
+// test backoffs. The server's assembly runs one local host and the
+// production timings; its own tests (internal/server) and the API tests
+// (apitest) cover it.
 type harness struct {
 	t         *testing.T
 	st        store.Store

@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,16 +22,11 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
-	"github.com/skiffhq/skiff/internal/auth"
-	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/build/buildtest"
-	"github.com/skiffhq/skiff/internal/clock"
-	"github.com/skiffhq/skiff/internal/fleet"
-	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
-	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/project"
+	"github.com/skiffhq/skiff/internal/server"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/store/sqlite"
 	"github.com/skiffhq/skiff/internal/testenv"
@@ -45,7 +39,7 @@ import (
 // as spec 4.4 and 7 say, and each leaves the published revision active and
 // nothing behind: no push record, no file under <data-dir>/pushes.
 //
-// The server is wired as internal/cli/core.go wires it. With root, buildah
+// The server is the assembly `skiff server` runs (internal/server). With root, buildah
 // and the pinned runsc the first revision is built for real; without them a
 // stand-in builder publishes it, since no bad push ever reaches a builder.
 func TestPushRejectsBadInput(t *testing.T) {
@@ -317,7 +311,8 @@ func TestPushRejectsBadInput(t *testing.T) {
 // tarballMaxEntries is tarball.DefaultMaxEntries.
 const tarballMaxEntries = 10_000
 
-// pushServer is a controller wired as internal/cli/core.go wires it.
+// pushServer is the assembly `skiff server` runs (internal/server), with
+// the test's builder at its builder seam and no local host.
 type pushServer struct {
 	*apitest.Env
 	dataDir string
@@ -377,35 +372,31 @@ func startPushServer(t *testing.T) *pushServer {
 	if _, err := db.Migrate(t.Context(), time.Now().UTC()); err != nil {
 		t.Fatal(err)
 	}
-	clk := clock.System{}
-	ts.Env = &apitest.Env{Store: db, Auth: auth.New(db, clk, auth.WalletConfig{}), Billing: billing.New(db, clk, nil)}
-	host, err := fleet.NewLocal(filepath.Join(dataDir, "host"), filepath.Join(dataDir, "images"),
-		&ociimage.Cache{Root: filepath.Join(dataDir, "host", "images")})
+	srv, err := server.New(t.Context(), server.Config{DataDir: dataDir, DB: db, Listen: "127.0.0.1:0", Logger: log,
+		Version: "test", DrainTimeout: 5 * time.Second, Builder: inner, Host: server.HostConfig{Disabled: true}})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("server.New: %v", err)
 	}
-	ts.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: dataDir,
-		Preparer: host, Floor: ts.Billing})
-	ts.Server = httpapi.New(httpapi.Config{Logger: log, Clock: clk, Store: db, Auth: ts.Auth,
-		Billing: ts.Billing, Projects: ts.Projects, Version: "test"})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ts.Projects.RunBuilds(ctx, inner)
-	}()
-	ts.Server.SetCoreStarted(true)
-	if ts.Contract, err = apitest.LoadContract(openapi.Document, ts.Server.Routes()); err != nil {
+	runErr := make(chan error, 1)
+	go func() { runErr <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-runErr; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+	select {
+	case <-srv.Ready():
+	case err := <-runErr:
+		t.Fatalf("server.Run: %v", err)
+	}
+	ts.Env = &apitest.Env{URL: srv.URL(), Server: srv.API(), Store: db, Auth: srv.Auth(), Billing: srv.Billing(),
+		Projects: srv.Projects(), Jobs: srv.Jobs(), Blob: srv.Blob(), Artifacts: srv.Artifacts(), Payments: srv.Payments(),
+		Broker: srv.Broker(), Metrics: srv.Metrics(), Controller: srv}
+	if ts.Contract, err = apitest.LoadContract(openapi.Document, srv.API().Routes()); err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(ts.Server)
-	ts.URL = hs.URL
-	t.Cleanup(func() {
-		hs.Close()
-		cancel()
-		<-done
-		ts.Projects.Close()
-	})
 	return ts
 }
 

@@ -22,8 +22,8 @@ const module = "github.com/skiffhq/skiff"
 // other package under internal/ is held to the domain rule. A path covers
 // its subpackages; the longest listed path decides.
 var adapters = map[string]string{
-	"server":                  "the composition root: it wires engines, HTTP and the domain together",
 	"cli":                     "the command line: it opens the store for operator commands, and its client commands speak HTTP",
+	"server":                  "the composition root: it builds the controller from the engines, HTTP and the domain, once",
 	"httpapi":                 "the HTTP adapter of the public API and of agentproto's controller side",
 	"agent/agenthttp":         "the host's HTTP client of agentproto (agent.Controller over HTTP)",
 	"agent/datasrc":           "fetches a revision's data sources (URLs, the Hugging Face hub) over HTTP(S) (agent.DataSources)",

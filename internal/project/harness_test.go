@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,28 +15,25 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
-	"github.com/skiffhq/skiff/internal/auth"
-	"github.com/skiffhq/skiff/internal/billing"
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/build/buildtest"
-	"github.com/skiffhq/skiff/internal/clock"
-	"github.com/skiffhq/skiff/internal/fleet"
-	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
-	"github.com/skiffhq/skiff/internal/ociimage"
 	"github.com/skiffhq/skiff/internal/project"
+	"github.com/skiffhq/skiff/internal/server"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/store/sqlite"
 	"github.com/skiffhq/skiff/internal/testlog"
 	"github.com/skiffhq/skiff/openapi"
 )
 
-// The tests of this package that push code run the controller the way
-// `skiff server` wires it (internal/cli/server.go and core.go): the HTTP API
-// on 127.0.0.1, a project.Service with its data dir, the build queue
-// (RunBuilds) over the real buildah builder with RUN steps in gVisor, the
-// local host as preparer and billing as the init floor. Every request and
-// answer is checked against openapi/openapi.json.
+// The tests of this package that push code run the controller `skiff
+// server` runs (internal/server's assembly): the HTTP API on 127.0.0.1, a
+// project.Service with its data dir, the build queue (RunBuilds) over the
+// real buildah builder with RUN steps in gVisor, the local host as
+// preparer and billing as the init floor. Only the builder is the test's
+// (at the server's builder seam): the real one wrapped so that a test can
+// hold builds, with its run root inside the data dir. No local host runs
+// tasks. Every request and answer is checked against openapi/openapi.json.
 //
 // They do not call t.Parallel: builds are serialised per builder, each test
 // has its own, and on 2 cores parallel builds only slow each other and make
@@ -102,23 +98,10 @@ func startServer(t testing.TB, opts serverOptions) *testServer {
 			t.Logf("server log (%s):\n%s", dataDir, logs.Tail(400))
 		}
 	})
-	clk := clock.System{}
 	ts := &testServer{DataDir: dataDir, logs: logs}
-	ts.Env = &apitest.Env{Store: db, Auth: auth.New(db, clk, auth.WalletConfig{}), Billing: billing.New(db, clk, nil)}
-	host, err := fleet.NewLocal(filepath.Join(dataDir, "host"), filepath.Join(dataDir, "images"), &ociimage.Cache{
-		Root: filepath.Join(dataDir, "host", "images"), Logger: log.With("component", "host"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, DataDir: dataDir,
-		Preparer: host, Floor: ts.Billing, BuildWorkers: opts.BuildWorkers, BuildsPerAccount: opts.BuildsPerAccount,
-		MaxBuildTime: opts.MaxBuildTime, Quotas: opts.Quotas})
-	ts.Server = httpapi.New(httpapi.Config{Logger: log, Clock: clk, Store: db, Auth: ts.Auth,
-		Billing: ts.Billing, Projects: ts.Projects, Version: "test"})
-
-	// The composition root of internal/cli/core.go, with the build run root
-	// inside the data dir so that the test's cleanup reaches it.
+	// The builder the server runs: the buildah builder as the server makes
+	// it, with its run root inside the data dir so that the test's cleanup
+	// reaches it, or the test's fake; held by holdBuilder either way.
 	inner := opts.Builder
 	if inner == nil {
 		buildtest.RequireTools(t)
@@ -143,29 +126,38 @@ func startServer(t testing.TB, opts serverOptions) *testServer {
 	}
 	ts.Builder = &holdBuilder{inner: inner}
 
+	srv, err := server.New(t.Context(), server.Config{
+		DataDir: dataDir, DB: db, Listen: "127.0.0.1:0", Logger: log, Version: "test", DrainTimeout: 5 * time.Second,
+		Builder: ts.Builder,
+		Host:    server.HostConfig{Disabled: true},
+		Fair: server.FairConfig{BuildWorkers: opts.BuildWorkers, BuildsPerAccount: opts.BuildsPerAccount,
+			BuildTimeout: opts.MaxBuildTime, Quotas: opts.Quotas},
+	})
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := ts.Projects.RunBuilds(ctx, ts.Builder); err != nil {
-			log.Error("build queue stopped", "err", err)
-		}
-	}()
-	ts.Server.SetCoreStarted(true)
-	c, err := apitest.LoadContract(openapi.Document, ts.Server.Routes())
+	runErr := make(chan error, 1)
+	go func() { runErr <- srv.Run(ctx) }()
+	select {
+	case <-srv.Ready():
+	case err := <-runErr:
+		t.Fatalf("server.Run: %v", err)
+	}
+	c, err := apitest.LoadContract(openapi.Document, srv.API().Routes())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.Contract = c
-	hs := httptest.NewServer(ts.Server)
-	ts.URL = hs.URL
-	// Shutdown as runServer does it: stop serving, cancel the core's
-	// context and wait for the build queue, then stop background work.
+	ts.Env = &apitest.Env{URL: srv.URL(), Server: srv.API(), Store: db, Auth: srv.Auth(), Billing: srv.Billing(),
+		Projects: srv.Projects(), Jobs: srv.Jobs(), Blob: srv.Blob(), Artifacts: srv.Artifacts(), Payments: srv.Payments(),
+		Broker: srv.Broker(), Metrics: srv.Metrics(), Contract: c, Controller: srv}
+	// Shutdown as `skiff server` does it: stop the build queue (a build in
+	// progress is interrupted), then serving, then background work.
 	ts.stopFn = func() {
-		hs.Close()
 		cancel()
-		<-done
-		ts.Projects.Close()
+		if err := <-runErr; err != nil {
+			t.Errorf("server: %v", err)
+		}
 	}
 	t.Cleanup(ts.Stop)
 	return ts

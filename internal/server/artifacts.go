@@ -1,53 +1,28 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
 	"path"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/artifact/externalhttp"
 	"github.com/skiffhq/skiff/internal/artifact/s3blob"
-	"github.com/skiffhq/skiff/internal/clock"
-	"github.com/skiffhq/skiff/internal/job"
 	"github.com/skiffhq/skiff/internal/store"
 )
 
-// ArtifactConfig configure artifact storage and its limits (spec 4.7, 8).
-type ArtifactConfig struct {
-	MaxUpload    int64
-	Quota        int64
-	Grace        time.Duration
-	StoreURL     string
-	S3Endpoint   string
-	S3Region     string
-	AllowPrivate bool
-	JobRetention time.Duration
-}
-
-func (a *ArtifactConfig) validate() error {
-	switch {
-	case a.MaxUpload <= 0:
-		return fmt.Errorf("--artifact-max-upload-bytes must be positive")
-	case a.Quota <= 0:
-		return fmt.Errorf("--artifact-quota-bytes must be positive")
-	case a.Grace <= 0:
-		return fmt.Errorf("--artifact-grace must be positive")
-	case a.JobRetention <= 0:
-		return fmt.Errorf("--job-retention must be positive")
+// openBlob opens the blob store Artifacts.StoreURL names.
+func (s *Server) openBlob(ctx context.Context) (artifact.Blob, error) {
+	a := s.cfg.Artifacts
+	if s.cfg.Blob != nil {
+		return s.cfg.Blob, nil
 	}
-	return nil
-}
-
-// blob opens the blob store the flags name.
-func (a *ArtifactConfig) blob(ctx context.Context, dataDir string) (artifact.Blob, error) {
 	switch u := a.StoreURL; {
 	case u == "":
-		return artifact.NewLocal(filepath.Join(dataDir, "artifacts"))
+		return artifact.NewLocal(filepath.Join(s.dataDir, "artifacts"))
 	case strings.HasPrefix(u, "s3://"):
 		bucket, prefix, err := s3blob.ParseS3URL(u)
 		if err != nil {
@@ -67,7 +42,8 @@ func (a *ArtifactConfig) blob(ctx context.Context, dataDir string) (artifact.Blo
 // sharedBlob opens the area sub ("images", "pushes") of a shared blob store
 // (s3://), where controllers keep the bytes each must reach: nil when
 // artifacts stay on local disk, which only one controller sees.
-func (a *ArtifactConfig) sharedBlob(ctx context.Context, sub string) (artifact.Blob, error) {
+func (s *Server) sharedBlob(ctx context.Context, sub string) (artifact.Blob, error) {
+	a := s.cfg.Artifacts
 	if !strings.HasPrefix(a.StoreURL, "s3://") {
 		return nil, nil
 	}
@@ -81,25 +57,37 @@ func (a *ArtifactConfig) sharedBlob(ctx context.Context, sub string) (artifact.B
 	return s3blob.NewS3(ctx, s3blob.S3Config{Endpoint: a.S3Endpoint, Region: a.S3Region, Bucket: bucket, Prefix: path.Join(prefix, sub)})
 }
 
-func (a *ArtifactConfig) service(ctx context.Context, db store.Store, clk clock.Clock, log *slog.Logger, dataDir string) (*artifact.Service, error) {
-	if err := a.validate(); err != nil {
-		return nil, err
-	}
-	b, err := a.blob(ctx, dataDir)
+func (s *Server) artifactService(ctx context.Context) (*artifact.Service, error) {
+	a := s.cfg.Artifacts
+	b, err := s.openBlob(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return artifact.New(artifact.Config{Store: db, Blob: b, Clock: clk, Logger: log, Fetcher: externalhttp.Fetcher{},
-		MaxUploadBytes: a.MaxUpload, QuotaBytes: a.Quota, Grace: a.Grace, AllowPrivate: a.AllowPrivate}), nil
+	s.blob = b
+	return artifact.New(artifact.Config{Store: s.db, Blob: b, Clock: s.clk, Logger: s.log.With("component", "artifacts"),
+		Fetcher: externalhttp.Fetcher{}, MaxUploadBytes: a.MaxUploadBytes, QuotaBytes: a.QuotaBytes, Grace: a.Grace,
+		AllowPrivate: a.AllowPrivate}), nil
 }
 
-// sweepTasks are the sweeper's batches: artifacts past their grace, and
-// terminal jobs past their retention.
-func (a *ArtifactConfig) sweepTasks(s *artifact.Service, jobs *job.Service, clk clock.Clock) []artifact.SweepTask {
+// artifactSweepTasks are the sweeper's batches for artifacts and jobs:
+// artifacts past their grace, and terminal jobs past their retention.
+func (s *Server) artifactSweepTasks() []artifact.SweepTask {
+	retention := cmp.Or(s.cfg.Artifacts.JobRetention, store.DefaultJobRetention)
 	return []artifact.SweepTask{
-		{Name: "artifact_grace", Run: s.SweepGrace},
+		{Name: "artifact_grace", Run: s.artifacts.SweepGrace},
 		{Name: "job_retention", Run: func(ctx context.Context, batch int) (int, error) {
-			return jobs.PurgeFinishedBefore(ctx, clk.Now().Add(-a.JobRetention), batch)
+			return s.jobs.PurgeFinishedBefore(ctx, s.clk.Now().Add(-retention), batch)
+		}},
+	}
+}
+
+// expirySweepTasks purge what strangers create for free once it expired:
+// wallet challenges and sessions, and unpaid quotes a day after expiry.
+func (s *Server) expirySweepTasks() []artifact.SweepTask {
+	return []artifact.SweepTask{
+		{Name: "wallet_expiry", Run: s.auth.PurgeExpired},
+		{Name: "quote_expiry", Run: func(ctx context.Context, batch int) (int, error) {
+			return s.db.QuotePurgeExpired(ctx, s.clk.Now().Add(-store.ExpiredQuoteRetention), batch)
 		}},
 	}
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -22,7 +21,7 @@ const (
 	dutyFleetSweep = "fleet-sweep" // orphaned attempts of hosts alive nowhere
 	dutySweeps     = "sweeps"      // artifact grace and job retention
 	dutyPayments   = "payments"    // finishing settlements left pending
-	dutyPriceFeed  = "price-feed"  // polling --price-feed-url
+	dutyPriceFeed  = "price-feed"  // polling the price feed
 )
 
 // duties is how this controller shares singleton work with the others on
@@ -46,11 +45,6 @@ func newDuties(db store.Store, shared bool, ttl time.Duration, clk clock.Clock, 
 		runner:   duty.New(duty.Config{Leases: db, Holder: holder, Clock: clk, TTL: ttl, Log: log}),
 		presence: &duty.Presence{Store: db, Holder: holder, Prefix: "host:"},
 	}
-}
-
-// run runs fn under the duty name in its own goroutine until ctx ends.
-func (d *duties) run(ctx context.Context, name string, fn func(ctx context.Context)) {
-	go d.runner.Run(ctx, name, fn)
 }
 
 // controllerName is unique per process: the host name, the pid and a

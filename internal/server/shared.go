@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/imagestore"
@@ -15,29 +14,29 @@ import (
 // on whichever holds the build duty, and images, so that any controller
 // hands them to its hosts. Both nil without a shared store.
 type sharedBytes struct {
-	Contexts project.ContextStore
-	Images   *imagestore.Shared
+	contexts project.ContextStore
+	images   *imagestore.Shared
 }
 
-func openShared(ctx context.Context, f *Config, imagesDir string, log *slog.Logger) (sharedBytes, error) {
+func (s *Server) openShared(ctx context.Context, imagesDir string) (sharedBytes, error) {
 	var sb sharedBytes
-	pushes, err := f.Artifacts.sharedBlob(ctx, "pushes")
+	pushes, err := s.sharedBlob(ctx, "pushes")
 	if err != nil {
 		return sb, fmt.Errorf("shared build contexts: %w", err)
 	}
-	imgs, err := f.Artifacts.sharedBlob(ctx, "images")
+	imgs, err := s.sharedBlob(ctx, "images")
 	if err != nil {
 		return sb, fmt.Errorf("shared images: %w", err)
 	}
 	if pushes == nil || imgs == nil {
-		if f.DatabaseURL != "" {
-			log.Warn("no shared blob store (--artifact-store s3://...): build contexts and images stay on the controller " +
+		if s.cfg.DatabaseURL != "" {
+			s.log.Warn("no shared blob store (--artifact-store s3://...): build contexts and images stay on the controller " +
 				"that made them, so with several controllers pushes and tasks may fail on the others")
 		}
 		return sb, nil
 	}
-	sb.Contexts = artifact.Files{Blob: pushes, Limit: project.MaxPushBytes}
-	sb.Images = &imagestore.Shared{Root: imagesDir, Blob: imgs, Log: log.With("component", "images")}
+	sb.contexts = artifact.Files{Blob: pushes, Limit: project.MaxPushBytes}
+	sb.images = &imagestore.Shared{Root: imagesDir, Blob: imgs, Log: s.log.With("component", "images")}
 	return sb, nil
 }
 

@@ -8,14 +8,11 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"net/http/httptest"
 	"net/netip"
-	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/skiffhq/skiff/internal/artifact/externalhttp"
-	"github.com/skiffhq/skiff/internal/payment/facilitatorhttp"
 	"github.com/skiffhq/skiff/internal/store/storetest"
 
 	"github.com/skiffhq/skiff/internal/artifact"
@@ -26,10 +23,10 @@ import (
 	"github.com/skiffhq/skiff/internal/event"
 	"github.com/skiffhq/skiff/internal/httpapi"
 	"github.com/skiffhq/skiff/internal/job"
-	"github.com/skiffhq/skiff/internal/job/submit"
 	"github.com/skiffhq/skiff/internal/metrics"
 	"github.com/skiffhq/skiff/internal/payment"
 	"github.com/skiffhq/skiff/internal/project"
+	"github.com/skiffhq/skiff/internal/server"
 	"github.com/skiffhq/skiff/internal/store"
 	"github.com/skiffhq/skiff/internal/testlog"
 )
@@ -111,22 +108,23 @@ type Env struct {
 	Broker    *event.Broker
 	Metrics   *metrics.Set
 	Contract  *Contract
+	// Controller is the assembled server (internal/server), for what the
+	// fields above do not reach (the fleet controller, the agent routes).
+	Controller *server.Server
 
-	ts   *httptest.Server
-	stop context.CancelFunc
+	stop func()
 }
 
 // Stop shuts the server down as a controller going away would: open
-// connections (streams included) are cut, the broker stops, and the
-// address is free for another server. The services stay usable.
-func (e *Env) Stop() {
-	e.ts.CloseClientConnections()
-	e.ts.Close()
-	e.stop()
-}
+// connections (streams included) end, the broker stops, and the address
+// is free for another server. The store stays open.
+func (e *Env) Stop() { e.stop() }
 
-// Start serves the API on 127.0.0.1 until the test ends. The server's log is
-// printed when the test fails.
+// Start serves the API on 127.0.0.1 until the test ends: the assembly
+// `skiff server` runs (internal/server), with the fake clock at its clock
+// seam, the test's store and blob store, no image builder (pushes stay
+// queued: tests publish revisions with Publish) and no local host (Worker
+// stands in for hosts). The server's log is printed when the test fails.
 func Start(t testing.TB, opts Options) *Env {
 	t.Helper()
 	db := opts.Store
@@ -144,79 +142,69 @@ func Start(t testing.TB, opts Options) *Env {
 			t.Logf("server log (last %d lines):\n%s", logTail, logs.Tail(logTail))
 		}
 	})
-	// Auth is made once the server's address is known (wallet messages
-	// name it), below.
-	e := &Env{Store: db, Clock: clk, Billing: billing.New(db, clk, nil)}
-	var set *metrics.Set
-	e.Broker = event.New(event.Config{Feed: db, Log: log, PollInterval: opts.BrokerPoll, Buffer: opts.BrokerBuffer, OnEvent: func(ev *store.JobEvent) { set.ObserveEvent(ev) }})
-	set = metrics.New(metrics.Gauges{OpenStreams: e.Broker.Count,
-		QueueDepth: func() (int64, error) { return db.TaskQueuedCount(context.Background()) }})
-	e.Metrics = set
-	ctx, stop := context.WithCancel(context.Background())
+	cfg := server.Config{
+		DataDir: t.TempDir(), DB: db, Listen: "127.0.0.1:0", Listener: opts.Listener, Logger: log, Version: "test",
+		// A test server goes away at once, as a killed controller would.
+		DrainTimeout: time.Second,
+		// Worker claims for hosts the fleet controller never registered:
+		// a heartbeat of an hour keeps its lost-host sweep (every
+		// heartbeat, on the fake clock) from requeueing their attempts
+		// while a test advances the clock by minutes.
+		Heartbeat: time.Hour,
+		Build:     server.BuildConfig{Disabled: true},
+		Host:      server.HostConfig{Disabled: true},
+		Payments: server.PaymentsConfig{WalletPolicy: opts.WalletPolicy,
+			AuthRatePerAddress: opts.AuthRatePerAddress, AuthRatePerIP: opts.AuthRatePerIP},
+		Streams: server.StreamsConfig{Timeout: opts.Streams.Timeout, PingInterval: opts.Streams.PingInterval,
+			PerAccount: opts.Streams.PerAccount, BrokerPoll: opts.BrokerPoll, BrokerBuffer: opts.BrokerBuffer},
+		MetricsToken: opts.MetricsToken,
+		Front:        server.FrontConfig{TrustedProxies: opts.TrustedProxies, Limits: opts.Limits},
+		Artifacts: server.ArtifactsConfig{MaxUploadBytes: opts.Artifacts.MaxUploadBytes, QuotaBytes: opts.Artifacts.QuotaBytes,
+			Grace: opts.Artifacts.Grace, AllowPrivate: opts.Artifacts.AllowPrivate},
+		Blob:        opts.Blob,
+		Clock:       clk,
+		Facilitator: opts.Facilitator,
+		Chain:       opts.Chain,
+	}
+	if opts.Payments != nil {
+		cfg.Payments.Config = *opts.Payments
+		cfg.Payments.Config.PublicURL = "" // the server's own URL
+	}
+	if opts.DiskFree != nil {
+		cfg.MinFreeDisk, cfg.DiskStat = opts.DiskFree.Min, opts.DiskFree.Stat
+	}
+	srv, err := server.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- srv.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-runErr; err != nil {
+				t.Errorf("server: %v", err)
+			}
+		})
+	}
 	t.Cleanup(stop)
-	if err := e.Broker.Start(ctx); err != nil {
-		t.Fatalf("start event broker: %v", err)
+	select {
+	case <-srv.Ready():
+	case err := <-runErr:
+		t.Fatalf("server.Run: %v", err)
 	}
 	if opts.Wake != nil {
-		opts.Wake(ctx, e.Broker)
+		opts.Wake(ctx, srv.Broker())
 	}
-	streams := opts.Streams
-	streams.Broker = e.Broker
-	e.Jobs = job.New(job.Config{Store: event.NotifyingStore(db, e.Broker), Clock: clk, Logger: log, Billing: e.Billing,
-		Limits: submit.Limits{Presets: submit.DefaultPresets()}})
-	e.Projects = project.New(project.Config{Store: db, Clock: clk, Logger: log, Jobs: e.Jobs, DataDir: t.TempDir()})
-	t.Cleanup(e.Projects.Close)
-	e.Blob = opts.Blob
-	if e.Blob == nil {
-		local, err := artifact.NewLocal(filepath.Join(t.TempDir(), "artifacts"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.Blob = local
-	}
-	acfg := opts.Artifacts
-	acfg.Store, acfg.Blob, acfg.Clock, acfg.Logger = db, e.Blob, clk, log
-	if acfg.Fetcher == nil {
-		acfg.Fetcher = externalhttp.Fetcher{}
-	}
-	e.Artifacts = artifact.New(acfg)
-	// The server's address is known before it is built: wallet messages
-	// and payment resources name it.
-	ts := httptest.NewUnstartedServer(nil)
-	if opts.Listener != nil {
-		ts.Listener.Close()
-		ts.Listener = opts.Listener
-	}
-	e.URL = "http://" + ts.Listener.Addr().String()
-	e.Auth = auth.New(db, clk, auth.WalletConfig{PublicURL: e.URL, Policy: opts.WalletPolicy})
-	var pcfg payment.Config
-	if opts.Payments != nil {
-		pcfg = *opts.Payments
-		pcfg.PublicURL = e.URL
-	}
-	fac := opts.Facilitator
-	if fac == nil && pcfg.FacilitatorURL != "" {
-		fac = facilitatorhttp.New(pcfg.FacilitatorURL, pcfg.FacilitatorHeaders, pcfg.FacilitatorTimeout)
-	}
-	e.Payments = payment.NewService(pcfg, db, clk, log, fac, opts.Chain)
-	e.Server = httpapi.New(httpapi.Config{
-		Logger: log, Clock: clk, Store: db, Auth: e.Auth, Billing: e.Billing, Projects: e.Projects, Jobs: e.Jobs,
-		Version: "test", Payments: e.Payments, AuthRatePerAddress: opts.AuthRatePerAddress, AuthRatePerIP: opts.AuthRatePerIP,
-		Streams: streams, Metrics: e.Metrics, MetricsToken: opts.MetricsToken,
-		TrustedProxies: opts.TrustedProxies, Limits: opts.Limits, Artifacts: e.Artifacts,
-		DiskFree: opts.DiskFree,
-	})
-	e.Server.SetCoreStarted(true)
 	c, err := ServiceContract()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Contract = c
-	ts.Config.Handler = e.Server
-	ts.Start()
-	t.Cleanup(ts.Close)
-	e.ts, e.stop = ts, stop
-	return e
+	return &Env{URL: srv.URL(), Server: srv.API(), Store: db, Clock: clk, Auth: srv.Auth(), Billing: srv.Billing(),
+		Projects: srv.Projects(), Jobs: srv.Jobs(), Blob: srv.Blob(), Artifacts: srv.Artifacts(), Payments: srv.Payments(),
+		Broker: srv.Broker(), Metrics: srv.Metrics(), Contract: c, Controller: srv, stop: stop}
 }
 
 // Account is an account with one key of each role.

@@ -7,7 +7,9 @@ import (
 
 // DiscoverLent finds this machine's GPUs and driver for a host that lends
 // want of them (-1: all it has), gathering the driver's files under
-// stageDir; runsc is asked which drivers its nvproxy supports.
+// stageDir; runsc is asked which drivers its nvproxy supports. Both hosts
+// (`skiff host` and the server's local host) and the GPU probe use it, so
+// that they find the same GPUs.
 func DiscoverLent(ctx context.Context, runsc, driverDir, stageDir string, want int) (*Host, error) {
 	supported, err := SupportedDrivers(ctx, runsc)
 	if err != nil {

@@ -200,7 +200,7 @@ func runHost(ctx context.Context, e *env, args []string) error {
 		Profile:   prof,
 		Capacity:  agentproto.Capacity{CPU: cpus, MemoryMB: int64(memGB * 1024), StorageGB: storageGB},
 		GPU:       gpus,
-		PollWait: f.leaseWait,
+		PollWait:  f.leaseWait,
 		Logger:    log,
 	}
 	f.disk.apply(&cfg, cfg.WorkRoot, f.driver == "gvisor")

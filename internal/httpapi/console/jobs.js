@@ -27,7 +27,10 @@ export async function jobsPage({ root, query: q, signal, go }) {
     h("label", { for: "f-project" }, "Project"), project,
     h("label", { for: "f-tag" }, "Tag"), tag,
     h("button", { type: "submit" }, "Filter"));
-  replace(root, h("h1", {}, "Jobs"), form, notice("Loading…"));
+  // The form stays in place while the list loads and after: re-attaching
+  // it would drop the focus, and with it what someone is typing.
+  const results = h("div", {}, notice("Loading…"));
+  replace(root, h("h1", {}, "Jobs"), form, results);
 
   const list = await get(`/api/v1/jobs${query({ ...f, limit: PAGE, offset })}`, { signal });
   const rows = list.jobs.map((j) => h("tr", {},
@@ -44,7 +47,7 @@ export async function jobsPage({ root, query: q, signal, go }) {
     h("button", { type: "button", disabled: offset === 0, onclick: () => go(to(Math.max(0, offset - PAGE))) }, "Newer"),
     h("span", {}, list.total ? `${offset + 1}–${offset + list.count} of ${list.total}` : "none"),
     h("button", { type: "button", disabled: offset + list.count >= list.total, onclick: () => go(to(offset + PAGE)) }, "Older"));
-  replace(root, h("h1", {}, "Jobs"), form,
+  replace(results,
     list.jobs.length
       ? table("Jobs, newest first", ["Job", "Status", "Type", "Project", "Tasks", "Tags", "Client ref", "Submitted", "Error"], rows, { id: "jobs" })
       : notice("No jobs match."),

@@ -258,8 +258,25 @@ type ResourceProfile struct {
 // JobEventList answers GET /api/v1/jobs/:id/events.
 type JobEventList struct {
 	Events []JobEvent `json:"events"`
-	Count  int        `json:"count"`
+	Count  int        `json:"count"` // events on this page
+	Limit  int        `json:"limit"`
+	Order  string     `json:"order"` // EventsOldest or EventsNewest
+	// Next is the address of the following page (the same query with the
+	// cursor moved), absent when this page is the last; NextCursor is that
+	// cursor alone: the after= of the next oldest-first page, the before=
+	// of the next newest-first one.
+	Next       string `json:"next,omitempty"`
+	NextCursor int64  `json:"next_cursor,omitempty"`
 }
+
+// The orders of GET /api/v1/jobs/:id/events, and its paging (limit 1 to
+// EventPageMaxLimit, EventPageDefaultLimit by default).
+const (
+	EventsOldest          = "oldest"
+	EventsNewest          = "newest"
+	EventPageDefaultLimit = 200
+	EventPageMaxLimit     = 1000
+)
 
 // JobEvent is one lifecycle event of a job, oldest first.
 type JobEvent struct {

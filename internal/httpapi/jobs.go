@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,8 +26,6 @@ const (
 	jobListDefaultLimit = 50
 	jobListMaxLimit     = 200
 	maxListIDs          = 200
-	eventsDefaultLimit  = 200
-	eventsMaxLimit      = 1000
 	maxCancelReason     = 500
 	maxOffset           = math.MaxInt32
 )
@@ -382,25 +381,67 @@ func (s *Server) jobTasks(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// jobEvents pages a job's lifecycle events by position: oldest first
+// (after=), or newest first (order=newest, before=). The answer's next is
+// the following page's address.
 func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) error {
-	limit, err := queryInt(r, "limit", eventsDefaultLimit, 1, eventsMaxLimit)
+	limit, err := queryInt(r, "limit", apiv1.EventPageDefaultLimit, 1, apiv1.EventPageMaxLimit)
 	if err != nil {
 		return err
+	}
+	after, err := queryPosition(r, "after")
+	if err != nil {
+		return err
+	}
+	before, err := queryPosition(r, "before")
+	if err != nil {
+		return err
+	}
+	order := cmp.Or(r.URL.Query().Get("order"), apiv1.EventsOldest)
+	if order != apiv1.EventsOldest && order != apiv1.EventsNewest {
+		return fault.Invalid("invalid_order", "Use order=oldest (the default, with after=) or order=newest (with before=).",
+			"order must be oldest or newest").With("field", "order")
 	}
 	j, err := s.jobFor(r, "id")
 	if err != nil {
 		return err
 	}
-	evs, err := s.views.Events(r.Context(), j, limit)
+	newest := order == apiv1.EventsNewest
+	page, err := s.views.Events(r.Context(), j, store.JobEventPageParams{After: after, Before: before, Newest: newest, Limit: limit})
 	if err != nil {
 		return err
 	}
-	out := apiv1.JobEventList{Events: make([]apiv1.JobEvent, 0, len(evs)), Count: len(evs)}
-	for _, e := range evs {
+	out := apiv1.JobEventList{Events: make([]apiv1.JobEvent, 0, len(page.Events)), Count: len(page.Events),
+		Limit: limit, Order: order}
+	for _, e := range page.Events {
 		out.Events = append(out.Events, jobview.EventView(e))
+	}
+	if page.Next > 0 {
+		q := r.URL.Query()
+		cursor := "after"
+		if newest {
+			cursor = "before"
+		}
+		q.Set(cursor, strconv.FormatInt(page.Next, 10))
+		out.Next = r.URL.Path + "?" + q.Encode()
+		out.NextCursor = page.Next
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// queryPosition reads an event position cursor: absent is 0 (no bound).
+func queryPosition(r *http.Request, name string) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fault.Invalid("invalid_cursor", "Pass an event's position (a non-negative integer), as the last page's next_cursor gives it.",
+			"%s must be a non-negative integer event position", name).With("field", name)
+	}
+	return n, nil
 }
 
 func (s *Server) jobCancel(w http.ResponseWriter, r *http.Request) error {

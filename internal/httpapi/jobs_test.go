@@ -32,6 +32,7 @@ func jobSuite() []apiCase {
 		{"cancel_queued", testCancelQueued},
 		{"edit_requirements", testEditRequirements},
 		{"execution_views", testExecutionViews},
+		{"events_paged", testJobEventsPaged},
 		{"result_list", testResultList},
 		{"result_groups", testResultGroups},
 	}

@@ -71,9 +71,9 @@ const (
 // request's Idempotency-Key with the hash (sha256, hex) of the exact body it
 // came with: a resend must send the same bytes. No header, or an empty one,
 // is no key.
-func decodeSubmission(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, job.Idempotency, error) {
+func decodeSubmission(w http.ResponseWriter, r *http.Request, maxBytes int64) (map[string]json.RawMessage, job.Idempotency, error) {
 	var raw map[string]json.RawMessage
-	_, body, err := decodeJSONBody(w, r, &raw, false)
+	_, body, err := decodeJSONLimit(w, r, &raw, false, maxBytes)
 	if err != nil {
 		return nil, job.Idempotency{}, err
 	}
@@ -93,7 +93,7 @@ func decodeSubmission(w http.ResponseWriter, r *http.Request) (map[string]json.R
 // body answers the job the first request created (201, Idempotent-Replayed:
 // true) and another body with the same key a 409.
 func (s *Server) jobSubmit(w http.ResponseWriter, r *http.Request) error {
-	raw, key, err := decodeSubmission(w, r)
+	raw, key, err := decodeSubmission(w, r, submit.MaxSubmitBodyBytes)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (s *Server) jobSubmit(w http.ResponseWriter, r *http.Request) error {
 // tried again), and another body with the same key is a 409 that admits
 // nothing (job.Service.CheckBatchKey).
 func (s *Server) jobBatch(w http.ResponseWriter, r *http.Request) error {
-	raw, key, err := decodeSubmission(w, r)
+	raw, key, err := decodeSubmission(w, r, submit.MaxBatchBodyBytes)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ func jobSuite() []apiCase {
 		{"edit_requirements", testEditRequirements},
 		{"execution_views", testExecutionViews},
 		{"events_paged", testJobEventsPaged},
+		{"body_caps", testJobBodyCaps},
 		{"result_list", testResultList},
 		{"result_groups", testResultGroups},
 	}

@@ -32,6 +32,7 @@ func Catalog() []Page {
 		p("payments", "payments.md"),
 		p("artifacts", "artifacts.md"),
 		p("streams", "streams.md"),
+		p("limits", "limits.md"),
 		p("console", "console.md"),
 		p("metrics", "metrics.md"),
 		p("cli", "cli.md"),

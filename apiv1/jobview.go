@@ -133,11 +133,14 @@ type JobOutput struct {
 // TaskList answers GET /api/v1/jobs/:id/tasks: one page of the job's tasks
 // in index order.
 type TaskList struct {
-	Tasks  []Task `json:"tasks"`
-	Count  int    `json:"count"` // tasks on this page
-	Total  int64  `json:"total"` // the job's tasks (task_count)
-	Limit  int    `json:"limit"`
-	Offset int    `json:"offset"`
+	Tasks []Task `json:"tasks"`
+	// Count is the job's tasks (task_count), as the spec's {tasks, count}
+	// reads; the page holds len(Tasks). Total says the same, kept for
+	// clients that read it.
+	Count  int   `json:"count"`
+	Total  int64 `json:"total"`
+	Limit  int   `json:"limit"`
+	Offset int   `json:"offset"`
 }
 
 // Paging of GET /api/v1/jobs/:id/tasks (limit 1-TaskPageMaxLimit).
@@ -354,7 +357,7 @@ type ResultCommon struct {
 type JobResult struct {
 	ResultCommon
 	Results     []ResultTask `json:"results"`
-	Count       int          `json:"count"`        // tasks on this page
+	Count       int          `json:"count"`        // the job's tasks (task_count); the page holds len(Results)
 	ResultCount int          `json:"result_count"` // tasks with a result, whole job
 	OutputCount int          `json:"output_count"` // tasks with stdout, whole job
 	Limit       int          `json:"limit"`

@@ -366,7 +366,7 @@ func (s *Server) jobTasks(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := s.clock.Now()
-	out := apiv1.TaskList{Tasks: make([]apiv1.Task, 0, len(tasks)), Count: len(tasks), Total: j.TaskCount,
+	out := apiv1.TaskList{Tasks: make([]apiv1.Task, 0, len(tasks)), Count: int(j.TaskCount), Total: j.TaskCount,
 		Limit: limit, Offset: offset}
 	arts, err := s.views.Artifacts(r.Context(), j.ID)
 	if err != nil {

@@ -34,6 +34,7 @@ func jobSuite() []apiCase {
 		{"execution_views", testExecutionViews},
 		{"events_paged", testJobEventsPaged},
 		{"body_caps", testJobBodyCaps},
+		{"error_bodies_match_document", testErrorBodiesMatchDocument},
 		{"result_list", testResultList},
 		{"result_groups", testResultGroups},
 	}

@@ -44,7 +44,17 @@ func (s *Server) jobObject(ctx context.Context, j *store.Job) (*apiv1.Job, error
 	if err != nil {
 		return nil, err
 	}
-	return jobview.JobView(j, summary), nil
+	v := jobview.JobView(j, summary)
+	if v.RecommendedAction == nil {
+		advice, err := s.views.PlacementAdvice(ctx, j)
+		if err != nil {
+			return nil, err
+		}
+		if advice != "" {
+			v.RecommendedAction = &advice
+		}
+	}
+	return v, nil
 }
 
 // admittedJobObject renders a job just submitted: as admitted when its

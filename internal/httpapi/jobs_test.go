@@ -35,6 +35,7 @@ func jobSuite() []apiCase {
 		{"events_paged", testJobEventsPaged},
 		{"body_caps", testJobBodyCaps},
 		{"error_bodies_match_document", testErrorBodiesMatchDocument},
+		{"placement_advice", testPlacementAdvice},
 		{"result_list", testResultList},
 		{"result_groups", testResultGroups},
 	}

@@ -24,6 +24,8 @@ type Service struct {
 	billing *billing.Service
 	clock   clock.Clock
 	limits  submit.Limits
+	hosts   HostShapes // nil: no placement advice
+	shapes  shapeCache
 }
 
 // Config wires a Service.
@@ -37,6 +39,9 @@ type Config struct {
 	// Limits are the operator's presets and limits the price list shows
 	// (the job service's own, job.Service.Limits).
 	Limits submit.Limits
+	// Hosts tells a queued job no host could take (PlacementAdvice); nil
+	// gives no such advice.
+	Hosts HostShapes
 }
 
 // New returns a Service.
@@ -45,7 +50,7 @@ func New(cfg Config) *Service {
 	if b == nil {
 		b = billing.New(cfg.Store, cfg.Clock, nil)
 	}
-	return &Service{store: cfg.Store, billing: b, clock: cfg.Clock, limits: cfg.Limits}
+	return &Service{store: cfg.Store, billing: b, clock: cfg.Clock, limits: cfg.Limits, hosts: cfg.Hosts}
 }
 
 // List pages the account's jobs.

@@ -17,5 +17,5 @@ import (
 // a reverse proxy on loopback sees its public Host on every request.
 func (t *Tools) Handler(connect func(*http.Request) Session) http.Handler {
 	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server { return t.Server(connect(r)) },
-		&sdk.StreamableHTTPOptions{Stateless: true, Logger: t.cfg.Logger, DisableLocalhostProtection: true})
+		&sdk.StreamableHTTPOptions{Stateless: true, Logger: quiet(t.cfg.Logger), DisableLocalhostProtection: true})
 }

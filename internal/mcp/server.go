@@ -94,7 +94,7 @@ again with the same idempotency_key. The guide's pages are resources
 // Server returns an MCP server whose tools act through sess.
 func (t *Tools) Server(sess Session) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "skiff", Title: "Skiff", Version: t.cfg.Version},
-		&sdk.ServerOptions{Instructions: t.instructions, Logger: t.cfg.Logger, SchemaCache: t.cache})
+		&sdk.ServerOptions{Instructions: t.instructions, Logger: quiet(t.cfg.Logger), SchemaCache: t.cache})
 	t.addProjectTools(s, sess)
 	t.addJobTools(s, sess)
 	t.addResultTools(s, sess)

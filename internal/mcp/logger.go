@@ -28,4 +28,6 @@ func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
 	return minLevel{h.Handler.WithAttrs(attrs), h.min}
 }
 
-func (h minLevel) WithGroup(name string) slog.Handler { return minLevel{h.Handler.WithGroup(name), h.min} }
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
+}

@@ -170,7 +170,7 @@ func TestMCPWithTheNpmClient(t *testing.T) {
 			}
 			wait := mcpCallLine(t, lines, "wait_for_job")
 			var waited struct {
-				Done bool `json:"done"`
+				Done bool                    `json:"done"`
 				Job  struct{ Status string } `json:"job"`
 			}
 			_ = json.Unmarshal(wait.Structured, &waited)

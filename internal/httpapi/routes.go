@@ -132,7 +132,7 @@ func (s *Server) routes() []route {
 
 		// The MCP server (docs/mcp.md): its tools call the routes above
 		// with the caller's token.
-		{"POST", "/mcp", readOnly, s.mcpServe},
+		{"POST", "/mcp", write, s.mcpServe},
 
 		// Results.
 		{"GET", "/api/v1/results", readOnly, s.resultList},

@@ -85,6 +85,20 @@ func TestRemoteRefusesBadToken(t *testing.T) {
 	if _, err := connectRemote(t, e, "flk_nope", nil); err == nil {
 		t.Errorf("the SDK's client connected with a wrong token")
 	}
+	// A viewer key is read-only; MCP's tools write, so /mcp is a write.
+	viewer := e.NewAccount(t, "viewer").Viewer
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", e.URL+"/mcp", bytes.NewReader(initialize))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+viewer)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("viewer key: got %d, want 403", resp.StatusCode)
+	}
 }
 
 // A request the SDK cannot read answers the API's error envelope, not

@@ -37,6 +37,7 @@ func Catalog() []Page {
 		p("metrics", "metrics.md"),
 		p("cli", "cli.md"),
 		p("python-sdk", "python-sdk.md"),
+		p("mcp", "mcp.md"),
 		p("hosting", "hosting.md"),
 		p("scaling", "scaling.md"),
 		p("security", "security.md"),

@@ -116,6 +116,9 @@ type Server struct {
 	coreStarted atomic.Bool
 	draining    atomic.Bool
 
+	// mcp serves POST /mcp: the tools of internal/mcp (docs/mcp.md).
+	mcp http.Handler
+
 	handler http.Handler
 }
 
@@ -130,6 +133,7 @@ func New(cfg Config) *Server {
 		hostBinary: cfg.HostBinary, runscBinary: cfg.RunscBinary}
 	s.streams.fill()
 	s.docs = newDocSite()
+	s.mcp = s.newMCP()
 	if s.views == nil && cfg.Jobs != nil {
 		s.views = jobview.New(jobview.Config{Store: cfg.Store, Billing: cfg.Jobs.Billing(), Clock: cfg.Clock,
 			Limits: cfg.Jobs.Limits(), Hosts: cfg.Hosts})

@@ -81,12 +81,9 @@ func isFormPost(r *http.Request) bool {
 }
 
 // feedbackSubmit stores a report. It needs no credentials; valid ones tie
-// the report to their account, and invalid ones are refused rather than
-// silently dropped, so a client learns its token is wrong.
+// the report to their account, and invalid ones file it anonymously (the
+// answer's message says the token was not recognised).
 func (s *Server) feedbackSubmit(w http.ResponseWriter, r *http.Request) error {
-	if err := s.rateLimit(w, "feedback", limitCheck{s.limits.feedback, s.clientKey(r), "client_ip"}); err != nil {
-		return err
-	}
 	// The endpoint needs no auth (spec 4): a token links the report to its
 	// account, and a stale, revoked or malformed one files it anonymously
 	// rather than losing it (the answer says so). A store failure while
@@ -103,6 +100,16 @@ func (s *Server) feedbackSubmit(w http.ResponseWriter, r *http.Request) error {
 		default:
 			return err
 		}
+	}
+	// A linked report is limited per account, an anonymous one per client
+	// address: the MCP tools send feedback from the server's own loopback
+	// address for every agent, and must not share one bucket.
+	check := limitCheck{s.limits.feedback, s.clientKey(r), "client_ip"}
+	if accountID != "" {
+		check = limitCheck{s.limits.feedback, "account:" + accountID, "account"}
+	}
+	if err := s.rateLimit(w, "feedback", check); err != nil {
+		return err
 	}
 	var body struct {
 		Type        string          `json:"type"`

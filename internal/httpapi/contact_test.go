@@ -237,6 +237,14 @@ func testFeedbackRateLimited(t *testing.T, f *fixture) {
 	if r.Header.Get("Retry-After") == "" {
 		t.Error("429 without Retry-After")
 	}
+	// A report linked to an account counts against the account, not the
+	// address: the same address still files one (the MCP tools send every
+	// agent's feedback from the server's loopback address).
+	f.member.Post(t, "/api/v1/feedback", body).Want(t, http.StatusCreated)
+	for range 9 {
+		f.member.Post(t, "/api/v1/feedback", body).Want(t, http.StatusCreated)
+	}
+	f.member.Post(t, "/api/v1/feedback", body).Fail(t, http.StatusTooManyRequests)
 }
 
 // TestRateLimitTrustedProxy: behind a trusted proxy each X-Forwarded-For

@@ -25,8 +25,10 @@ func TestErrorResponsesRequireDetailsOnlyWhereAlwaysSent(t *testing.T) {
 	if err := json.Unmarshal(openapi.Document, &doc); err != nil {
 		t.Fatal(err)
 	}
-	requiresDetails := func(raw json.RawMessage) bool { return strings.Contains(string(raw), `"required":["details"]`) ||
-		strings.Contains(string(raw), `"details"],`) || strings.Contains(string(raw), `,"details"]`) }
+	requiresDetails := func(raw json.RawMessage) bool {
+		return strings.Contains(string(raw), `"required":["details"]`) ||
+			strings.Contains(string(raw), `"details"],`) || strings.Contains(string(raw), `,"details"]`)
+	}
 	for name, raw := range doc.Components.Schemas {
 		compact := compactJSON(t, raw)
 		if name != "PaymentRequired" && requiresDetails(compact) {

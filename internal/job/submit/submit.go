@@ -111,7 +111,7 @@ const (
 	// expanded: what the store keeps and a host receives. A 1 MiB payload
 	// fanned out into 10,000 chunks would be 10 GB.
 	MaxExpandedPayloadBytes = 64 << 20
-	DefaultPayloadKey    = "_resume"
+	DefaultPayloadKey       = "_resume"
 )
 
 var (

@@ -30,7 +30,9 @@ type Spooled struct {
 }
 
 // Section reads length bytes from offset.
-func (s *Spooled) Section(offset, length int64) io.Reader { return io.NewSectionReader(s.f, offset, length) }
+func (s *Spooled) Section(offset, length int64) io.Reader {
+	return io.NewSectionReader(s.f, offset, length)
+}
 
 // Close frees the file (its name is already gone).
 func (s *Spooled) Close() error { return s.f.Close() }

@@ -361,11 +361,14 @@ type ResultTask struct {
 	Output           string          `json:"output"`
 	OutputPresent    bool            `json:"output_present"`
 	Error            *string         `json:"error"`
-	ChunkIndex       *int            `json:"chunk_index,omitempty"`
-	ChunkCount       *int            `json:"chunk_count,omitempty"`
-	SeedRange        json.RawMessage `json:"seed_range,omitempty"`
-	StartedAt        *time.Time      `json:"started_at"`
-	CompletedAt      *time.Time      `json:"completed_at"`
+	// ProjectContentHash is the content hash of the project revision the
+	// job ran on (the same for every task of a job).
+	ProjectContentHash *string         `json:"project_content_hash,omitempty"`
+	ChunkIndex         *int            `json:"chunk_index,omitempty"`
+	ChunkCount         *int            `json:"chunk_count,omitempty"`
+	SeedRange          json.RawMessage `json:"seed_range,omitempty"`
+	StartedAt          *time.Time      `json:"started_at"`
+	CompletedAt        *time.Time      `json:"completed_at"`
 }
 
 // ResultListEntry is one job of GET /api/v1/results. With include_tasks it
@@ -391,8 +394,7 @@ type ResultList struct {
 	Limit   int               `json:"limit"`
 	Offset  int               `json:"offset"`
 	// AppliedFilters echoes the filters used, defaults included (status);
-	// Ignored names accepted parameters that do not filter (user_id,
-	// recipe_*).
+	// Ignored names accepted parameters that do not filter (recipe_*).
 	AppliedFilters ResultFilters     `json:"applied_filters"`
 	ResultGuide    map[string]string `json:"result_guide"`
 	// GroupBy and Groups answer group_by: every job the filters select
@@ -414,13 +416,16 @@ type ResultGroup struct {
 
 // ResultFilters are the filters of GET /api/v1/results as applied.
 type ResultFilters struct {
-	Status       []string `json:"status"`
-	JobIDs       []string `json:"job_ids,omitempty"`
-	Project      *string  `json:"project,omitempty"`
-	ClientRef    *string  `json:"client_ref,omitempty"`
-	Tag          *string  `json:"tag,omitempty"`
-	Type         *string  `json:"type,omitempty"`
-	Since        *string  `json:"since,omitempty"`
+	Status    []string `json:"status"`
+	JobIDs    []string `json:"job_ids,omitempty"`
+	Project   *string  `json:"project,omitempty"`
+	ClientRef *string  `json:"client_ref,omitempty"`
+	Tag       *string  `json:"tag,omitempty"`
+	Type      *string  `json:"type,omitempty"`
+	Since     *string  `json:"since,omitempty"`
+	// UserID is the account whose jobs are listed when user_id was sent:
+	// its acct_ id, whether user_id named it by id or name.
+	UserID       *string  `json:"user_id,omitempty"`
 	IncludeTasks bool     `json:"include_tasks"`
 	Ignored      []string `json:"ignored,omitempty"`
 }

@@ -204,13 +204,15 @@ type jobFilters struct {
 	params  store.JobListParams
 	project string // as asked, "" for none
 	since   string // as parsed, RFC 3339
+	userID  string // the account user_id named, "" without one
 	// noMatch is set when a filter can match nothing (an unknown project):
 	// the answer is an empty page without asking the store.
 	noMatch bool
 }
 
 // parseJobFilters reads status, project, type, tag, since and ids (and
-// job_id and client_ref when extended). Statuses default to defStatuses.
+// job_id, client_ref and user_id when extended: user_id names the account
+// whose jobs are listed, another account's only for an admin key). Statuses default to defStatuses.
 func (s *Server) parseJobFilters(r *http.Request, defStatuses []store.JobStatus, extended bool) (*jobFilters, error) {
 	q := r.URL.Query()
 	f := &jobFilters{params: store.JobListParams{AccountID: principal(r.Context()).Account.ID}}
@@ -253,6 +255,14 @@ func (s *Server) parseJobFilters(r *http.Request, defStatuses []store.JobStatus,
 			ids = append(ids, v)
 		}
 		f.params.ClientRef = q.Get("client_ref")
+		if q.Get("user_id") != "" {
+			acct, err := s.namedAccount(r, "user_id",
+				"Leave out user_id, or give your own account's id: only admin keys list other accounts' results.")
+			if err != nil {
+				return nil, err
+			}
+			f.params.AccountID, f.userID = acct, acct
+		}
 	}
 	for _, id := range splitList(q.Get("ids")) {
 		if !slices.Contains(ids, id) {

@@ -33,6 +33,8 @@ func jobSuite() []apiCase {
 		{"edit_requirements", testEditRequirements},
 		{"execution_views", testExecutionViews},
 		{"result_list", testResultList},
+		{"result_project_content_hash", testResultProjectContentHash},
+		{"result_user_id", testResultUserID},
 		{"result_groups", testResultGroups},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/internal/id"
@@ -15,6 +16,9 @@ import (
 // given content hash, as a finished build would.
 func publishHash(t *testing.T, f *fixture, accountID, project, hash string) {
 	t.Helper()
+	// Later than any revision before it: the newest published one is the
+	// one jobs run on.
+	f.e.Clock.Advance(time.Second)
 	ctx, db, now := t.Context(), f.e.Store, f.e.Clock.Now()
 	p, err := db.ProjectGetByName(ctx, accountID, project)
 	if err != nil {

@@ -46,6 +46,22 @@ type Job struct {
 	// output_persisted (see JobSummary); it is final once the job is.
 	Summary json.RawMessage `json:"summary"`
 	Error   *string         `json:"error"`
+	// CheckpointSummary is present when the job has checkpointing enabled.
+	CheckpointSummary *JobCheckpointSummary `json:"checkpoint_summary,omitempty"`
+}
+
+// JobCheckpointSummary counts a checkpointing job's tasks by checkpoint
+// state (spec 2.4): those that reported a checkpoint, those whose latest
+// attempt resumed from one, and, of the checkpoints kept as artifacts
+// (artifact_path), those pending (their attempt runs), published and
+// failed.
+type JobCheckpointSummary struct {
+	TaskCount          int64 `json:"task_count"`
+	TasksCheckpointed  int64 `json:"tasks_checkpointed"`
+	TasksResumed       int64 `json:"tasks_resumed"`
+	ArtifactsPending   int64 `json:"artifacts_pending"`
+	ArtifactsPublished int64 `json:"artifacts_published"`
+	ArtifactsFailed    int64 `json:"artifacts_failed"`
 }
 
 // JobListEntry is one job of GET /api/v1/jobs: the job object without its

@@ -41,11 +41,7 @@ func (s *Server) jobFor(r *http.Request, param string) (*store.Job, error) {
 
 // jobObject renders the job object with its summary.
 func (s *Server) jobObject(ctx context.Context, j *store.Job) (*apiv1.Job, error) {
-	summary, err := s.views.SummaryOf(ctx, j)
-	if err != nil {
-		return nil, err
-	}
-	return jobview.JobView(j, summary), nil
+	return s.views.JobObject(ctx, j)
 }
 
 // admittedJobObject renders a job just submitted: as admitted when its
@@ -53,7 +49,10 @@ func (s *Server) jobObject(ctx context.Context, j *store.Job) (*apiv1.Job, error
 func (s *Server) admittedJobObject(ctx context.Context, j *store.Job, hold *store.Hold) (*apiv1.Job, error) {
 	if hold != nil {
 		if summary, err := jobview.AdmittedSummary(j, hold); err == nil {
-			return jobview.JobView(j, summary), nil
+			v := jobview.JobView(j, summary)
+			// Just admitted: no task has checkpointed yet.
+			v.CheckpointSummary = jobview.CheckpointSummaryView(j, store.CheckpointCounts{})
+			return v, nil
 		}
 		// Admitted all the same: read the summary.
 	}

@@ -35,6 +35,7 @@ func jobSuite() []apiCase {
 		{"result_list", testResultList},
 		{"result_project_content_hash", testResultProjectContentHash},
 		{"result_user_id", testResultUserID},
+		{"checkpoint_artifacts", testCheckpointArtifacts},
 		{"result_groups", testResultGroups},
 	}
 }

@@ -210,10 +210,13 @@ func (s *Service) checkpointInput(ctx context.Context, rs *RunSpec, t *store.Tas
 	}
 	art, err := s.store.ArtifactGetByID(ctx, artID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil // deleted since: the runner resumes without it
+		return nil, nil // purged since: the runner resumes without it
 	}
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint artifact %s: %w", artID, err)
+	}
+	if art.DeletedAt != nil {
+		return nil, nil // deleted by its owner: likewise
 	}
 	return art, nil
 }

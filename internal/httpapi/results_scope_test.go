@@ -8,34 +8,15 @@ import (
 	"time"
 
 	"github.com/skiffhq/skiff/apiv1"
-	"github.com/skiffhq/skiff/internal/id"
-	"github.com/skiffhq/skiff/internal/store"
 )
 
 // publishHash publishes a new revision of the account's project with the
-// given content hash, as a finished build would.
+// given content hash, later than any before it: the newest published
+// revision is the one jobs run on.
 func publishHash(t *testing.T, f *fixture, accountID, project, hash string) {
 	t.Helper()
-	// Later than any revision before it: the newest published one is the
-	// one jobs run on.
 	f.e.Clock.Advance(time.Second)
-	ctx, db, now := t.Context(), f.e.Store, f.e.Clock.Now()
-	p, err := db.ProjectGetByName(ctx, accountID, project)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pu, err := db.PushCreate(ctx, &store.PushCreateParams{ID: id.New(id.Push), ProjectID: p.ID, AccountID: accountID,
-		ContentHash: hash, SizeBytes: 1, Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.PushStart(ctx, pu.ID, now); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.PushFinish(ctx, &store.PushFinishParams{ID: pu.ID, Status: store.PushPublished,
-		ImageDigest: "sha256:" + strings.Repeat("e", 64), Now: now}); err != nil {
-		t.Fatal(err)
-	}
+	f.e.PublishHash(t, accountID, project, hash)
 }
 
 // Each result entry names the content hash of the project revision its

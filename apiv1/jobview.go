@@ -149,11 +149,14 @@ type JobOutput struct {
 // TaskList answers GET /api/v1/jobs/:id/tasks: one page of the job's tasks
 // in index order.
 type TaskList struct {
-	Tasks  []Task `json:"tasks"`
-	Count  int    `json:"count"` // tasks on this page
-	Total  int64  `json:"total"` // the job's tasks (task_count)
-	Limit  int    `json:"limit"`
-	Offset int    `json:"offset"`
+	Tasks []Task `json:"tasks"`
+	// Count is the job's tasks (task_count), as the spec's {tasks, count}
+	// reads; the page holds len(Tasks). Total says the same, kept for
+	// clients that read it.
+	Count  int   `json:"count"`
+	Total  int64 `json:"total"`
+	Limit  int   `json:"limit"`
+	Offset int   `json:"offset"`
 }
 
 // Paging of GET /api/v1/jobs/:id/tasks (limit 1-TaskPageMaxLimit).
@@ -274,8 +277,25 @@ type ResourceProfile struct {
 // JobEventList answers GET /api/v1/jobs/:id/events.
 type JobEventList struct {
 	Events []JobEvent `json:"events"`
-	Count  int        `json:"count"`
+	Count  int        `json:"count"` // events on this page
+	Limit  int        `json:"limit"`
+	Order  string     `json:"order"` // EventsOldest or EventsNewest
+	// Next is the address of the following page (the same query with the
+	// cursor moved), absent when this page is the last; NextCursor is that
+	// cursor alone: the after= of the next oldest-first page, the before=
+	// of the next newest-first one.
+	Next       string `json:"next,omitempty"`
+	NextCursor int64  `json:"next_cursor,omitempty"`
 }
+
+// The orders of GET /api/v1/jobs/:id/events, and its paging (limit 1 to
+// EventPageMaxLimit, EventPageDefaultLimit by default).
+const (
+	EventsOldest          = "oldest"
+	EventsNewest          = "newest"
+	EventPageDefaultLimit = 200
+	EventPageMaxLimit     = 1000
+)
 
 // JobEvent is one lifecycle event of a job, oldest first.
 type JobEvent struct {
@@ -353,7 +373,7 @@ type ResultCommon struct {
 type JobResult struct {
 	ResultCommon
 	Results     []ResultTask `json:"results"`
-	Count       int          `json:"count"`        // tasks on this page
+	Count       int          `json:"count"`        // the job's tasks (task_count); the page holds len(Results)
 	ResultCount int          `json:"result_count"` // tasks with a result, whole job
 	OutputCount int          `json:"output_count"` // tasks with stdout, whole job
 	Limit       int          `json:"limit"`

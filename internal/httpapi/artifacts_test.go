@@ -576,6 +576,7 @@ func testArtifactInputsAdmission(t *testing.T, f *fixture) {
 		{gone.ID, "payload._artifacts.download", "unknown_artifact"},
 		{[]any{a.ID, 7}, "payload._artifacts.download[1]", "invalid_artifact_input"},
 		{"", "payload._artifacts.download", "invalid_artifact_input"},
+		{[]any{}, "payload._artifacts.download", "invalid_artifact_input"},
 	} {
 		r := f.member.Post(t, "/api/v1/jobs", map[string]any{"project": fixtureProject, "runner_command": []string{"/runner"},
 			"payload": map[string]any{"_artifacts": map[string]any{"download": c.download}}})

@@ -80,7 +80,9 @@ func (s *Server) resultGet(w http.ResponseWriter, r *http.Request) error {
 	if out.Results, err = s.resultTasks(r, j, tasks, arts); err != nil {
 		return err
 	}
-	out.Count = len(out.Results)
+	// count is the job's tasks, not this page's (spec 2.6 lists it beside
+	// result_count and output_count, which count the whole job too).
+	out.Count = int(j.TaskCount)
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

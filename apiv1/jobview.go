@@ -46,6 +46,22 @@ type Job struct {
 	// output_persisted (see JobSummary); it is final once the job is.
 	Summary json.RawMessage `json:"summary"`
 	Error   *string         `json:"error"`
+	// CheckpointSummary is present when the job has checkpointing enabled.
+	CheckpointSummary *JobCheckpointSummary `json:"checkpoint_summary,omitempty"`
+}
+
+// JobCheckpointSummary counts a checkpointing job's tasks by checkpoint
+// state (spec 2.4): those that reported a checkpoint, those whose latest
+// attempt resumed from one, and, of the checkpoints kept as artifacts
+// (artifact_path), those pending (their attempt runs), published and
+// failed.
+type JobCheckpointSummary struct {
+	TaskCount          int64 `json:"task_count"`
+	TasksCheckpointed  int64 `json:"tasks_checkpointed"`
+	TasksResumed       int64 `json:"tasks_resumed"`
+	ArtifactsPending   int64 `json:"artifacts_pending"`
+	ArtifactsPublished int64 `json:"artifacts_published"`
+	ArtifactsFailed    int64 `json:"artifacts_failed"`
 }
 
 // JobListEntry is one job of GET /api/v1/jobs: the job object without its
@@ -381,11 +397,14 @@ type ResultTask struct {
 	Output           string          `json:"output"`
 	OutputPresent    bool            `json:"output_present"`
 	Error            *string         `json:"error"`
-	ChunkIndex       *int            `json:"chunk_index,omitempty"`
-	ChunkCount       *int            `json:"chunk_count,omitempty"`
-	SeedRange        json.RawMessage `json:"seed_range,omitempty"`
-	StartedAt        *time.Time      `json:"started_at"`
-	CompletedAt      *time.Time      `json:"completed_at"`
+	// ProjectContentHash is the content hash of the project revision the
+	// job ran on (the same for every task of a job).
+	ProjectContentHash *string         `json:"project_content_hash,omitempty"`
+	ChunkIndex         *int            `json:"chunk_index,omitempty"`
+	ChunkCount         *int            `json:"chunk_count,omitempty"`
+	SeedRange          json.RawMessage `json:"seed_range,omitempty"`
+	StartedAt          *time.Time      `json:"started_at"`
+	CompletedAt        *time.Time      `json:"completed_at"`
 }
 
 // ResultListEntry is one job of GET /api/v1/results. With include_tasks it
@@ -411,8 +430,7 @@ type ResultList struct {
 	Limit   int               `json:"limit"`
 	Offset  int               `json:"offset"`
 	// AppliedFilters echoes the filters used, defaults included (status);
-	// Ignored names accepted parameters that do not filter (user_id,
-	// recipe_*).
+	// Ignored names accepted parameters that do not filter (recipe_*).
 	AppliedFilters ResultFilters     `json:"applied_filters"`
 	ResultGuide    map[string]string `json:"result_guide"`
 	// GroupBy and Groups answer group_by: every job the filters select
@@ -434,13 +452,16 @@ type ResultGroup struct {
 
 // ResultFilters are the filters of GET /api/v1/results as applied.
 type ResultFilters struct {
-	Status       []string `json:"status"`
-	JobIDs       []string `json:"job_ids,omitempty"`
-	Project      *string  `json:"project,omitempty"`
-	ClientRef    *string  `json:"client_ref,omitempty"`
-	Tag          *string  `json:"tag,omitempty"`
-	Type         *string  `json:"type,omitempty"`
-	Since        *string  `json:"since,omitempty"`
+	Status    []string `json:"status"`
+	JobIDs    []string `json:"job_ids,omitempty"`
+	Project   *string  `json:"project,omitempty"`
+	ClientRef *string  `json:"client_ref,omitempty"`
+	Tag       *string  `json:"tag,omitempty"`
+	Type      *string  `json:"type,omitempty"`
+	Since     *string  `json:"since,omitempty"`
+	// UserID is the account whose jobs are listed when user_id was sent:
+	// its acct_ id, whether user_id named it by id or name.
+	UserID       *string  `json:"user_id,omitempty"`
 	IncludeTasks bool     `json:"include_tasks"`
 	Ignored      []string `json:"ignored,omitempty"`
 }

@@ -40,11 +40,10 @@ func (s *Server) jobFor(r *http.Request, param string) (*store.Job, error) {
 
 // jobObject renders the job object with its summary.
 func (s *Server) jobObject(ctx context.Context, j *store.Job) (*apiv1.Job, error) {
-	summary, err := s.views.SummaryOf(ctx, j)
+	v, err := s.views.JobObject(ctx, j)
 	if err != nil {
 		return nil, err
 	}
-	v := jobview.JobView(j, summary)
 	if v.RecommendedAction == nil {
 		advice, err := s.views.PlacementAdvice(ctx, j)
 		if err != nil {
@@ -62,7 +61,10 @@ func (s *Server) jobObject(ctx context.Context, j *store.Job) (*apiv1.Job, error
 func (s *Server) admittedJobObject(ctx context.Context, j *store.Job, hold *store.Hold) (*apiv1.Job, error) {
 	if hold != nil {
 		if summary, err := jobview.AdmittedSummary(j, hold); err == nil {
-			return jobview.JobView(j, summary), nil
+			v := jobview.JobView(j, summary)
+			// Just admitted: no task has checkpointed yet.
+			v.CheckpointSummary = jobview.CheckpointSummaryView(j, store.CheckpointCounts{})
+			return v, nil
 		}
 		// Admitted all the same: read the summary.
 	}
@@ -213,13 +215,15 @@ type jobFilters struct {
 	params  store.JobListParams
 	project string // as asked, "" for none
 	since   string // as parsed, RFC 3339
+	userID  string // the account user_id named, "" without one
 	// noMatch is set when a filter can match nothing (an unknown project):
 	// the answer is an empty page without asking the store.
 	noMatch bool
 }
 
 // parseJobFilters reads status, project, type, tag, since and ids (and
-// job_id and client_ref when extended). Statuses default to defStatuses.
+// job_id, client_ref and user_id when extended: user_id names the account
+// whose jobs are listed, another account's only for an admin key). Statuses default to defStatuses.
 func (s *Server) parseJobFilters(r *http.Request, defStatuses []store.JobStatus, extended bool) (*jobFilters, error) {
 	q := r.URL.Query()
 	f := &jobFilters{params: store.JobListParams{AccountID: principal(r.Context()).Account.ID}}
@@ -262,6 +266,14 @@ func (s *Server) parseJobFilters(r *http.Request, defStatuses []store.JobStatus,
 			ids = append(ids, v)
 		}
 		f.params.ClientRef = q.Get("client_ref")
+		if q.Get("user_id") != "" {
+			acct, err := s.namedAccount(r, "user_id",
+				"Leave out user_id, or give your own account's id: only admin keys list other accounts' results.")
+			if err != nil {
+				return nil, err
+			}
+			f.params.AccountID, f.userID = acct, acct
+		}
 	}
 	for _, id := range splitList(q.Get("ids")) {
 		if !slices.Contains(ids, id) {

@@ -37,6 +37,9 @@ func jobSuite() []apiCase {
 		{"error_bodies_match_document", testErrorBodiesMatchDocument},
 		{"placement_advice", testPlacementAdvice},
 		{"result_list", testResultList},
+		{"result_project_content_hash", testResultProjectContentHash},
+		{"result_user_id", testResultUserID},
+		{"checkpoint_artifacts", testCheckpointArtifacts},
 		{"result_groups", testResultGroups},
 	}
 }

@@ -32,7 +32,7 @@ var resultCommonKeys = []string{"job_id", "project", "status", "type", "client_r
 	"output_persisted", "task_count", "submitted_at", "completed_at", "error"}
 
 var resultTaskKeys = []string{"task_id", "index", "status", "payload", "result", "artifact_ids", "result_present",
-	"result_quality", "result_warnings", "output", "output_present", "error", "started_at", "completed_at"}
+	"result_quality", "result_warnings", "output", "output_present", "error", "project_content_hash", "started_at", "completed_at"}
 
 func finish(t *testing.T, f *fixture, p *store.AttemptFinishParams) {
 	t.Helper()
@@ -463,8 +463,8 @@ func testResultList(t *testing.T, f *fixture) {
 	}
 
 	// Ignored parameters are accepted, named, and change nothing.
-	ids, l, _ = resultIDs(t, c, "?user_id=acct_other&recipe_cache_hit=true")
-	if !slices.Equal(ids, []string{d.ID, b.ID, a.ID}) || !slices.Equal(l.AppliedFilters.Ignored, []string{"user_id", "recipe_cache_hit"}) {
+	ids, l, _ = resultIDs(t, c, "?recipe_cache_key=k&recipe_cache_hit=true")
+	if !slices.Equal(ids, []string{d.ID, b.ID, a.ID}) || !slices.Equal(l.AppliedFilters.Ignored, []string{"recipe_cache_key", "recipe_cache_hit"}) {
 		t.Errorf("ignored: got %v, applied %+v", ids, l.AppliedFilters)
 	}
 

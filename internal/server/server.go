@@ -130,6 +130,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.billing = billing.New(db, clk, prices)
+	if s.payments.Enabled() {
+		s.billing = s.billing.WithQuoteAttrs(s.payments.Attrs)
+	}
 
 	// Metrics count the lifecycle events the broker reads; its gauges are
 	// read when scraped, once everything below exists.

@@ -5,15 +5,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/sandbox"
@@ -39,13 +36,10 @@ type warmSlot struct {
 	id      string // runsc container id and cgroup name
 	dir     string // the slot's work directory (payload/, result/, ..., bundle/)
 	logPath string // runsc's log
-	// run is the `runsc run` that booted the sandbox; it exits when the
-	// runner does.
-	run *waited
-	// launch is the launcher's command pipe, status its report (after the
-	// ready byte); stdout and stderr are the sandbox's output. The driver
-	// holds these ends from boot.
-	launch, status, stdout, stderr *os.File
+	// resident is the `runsc run` that booted the sandbox, with the
+	// driver's ends of the launcher's and the sandbox's pipes; nil until
+	// it starts.
+	*resident
 }
 
 // warmPool holds one project's warm sandboxes (one key at a time).
@@ -239,63 +233,14 @@ func (d *Driver) bootWarm(key sandbox.WarmKey) (*warmSlot, error) {
 	}
 	s.logPath = filepath.Join(bundle, "runsc.log")
 	// From here a container and a cgroup may exist: the caller destroys s.
-	if err := d.startWarm(s, bundle); err != nil {
-		return s, err
+	if s.resident, err = startResident(d.cfg.RunscPath, d.runsc.warmRunArgs(bundle, s.logPath, s.id), bundle); err != nil {
+		return s, fmt.Errorf("boot warm sandbox: %w", err)
 	}
-	// The launcher writes one byte once it runs; EOF means runsc exited.
-	if err := s.status.SetReadDeadline(time.Now().Add(runscTimeout)); err != nil {
-		return s, err
-	}
-	ready := make([]byte, 1)
-	if _, err := io.ReadFull(s.status, ready); err != nil || ready[0] != launcherReady {
+	if err := s.waitReady(runscTimeout); err != nil {
 		msg, _ := runscErrors(s.logPath)
-		return s, fmt.Errorf("boot warm sandbox: launcher not ready (%q, %v): %s", ready, err, msg)
-	}
-	if err := s.status.SetReadDeadline(time.Time{}); err != nil {
-		return s, err
+		return s, fmt.Errorf("boot warm sandbox: %w: %s", err, msg)
 	}
 	return s, nil
-}
-
-// startWarm starts `runsc run` of the slot's bundle with the launcher's
-// pipes and the sandbox's output pipes, keeping the driver's ends in s.
-func (d *Driver) startWarm(s *warmSlot, bundle string) error {
-	var theirs []*os.File // the ends runsc and the sandbox hold
-	defer func() {
-		for _, f := range theirs {
-			f.Close()
-		}
-	}()
-	pipe := func(ours **os.File, keepRead bool) error {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return err
-		}
-		if keepRead {
-			*ours, theirs = r, append(theirs, w)
-		} else {
-			*ours, theirs = w, append(theirs, r)
-		}
-		return nil
-	}
-	for _, err := range []error{pipe(&s.launch, false), pipe(&s.status, true), pipe(&s.stdout, true), pipe(&s.stderr, true)} {
-		if err != nil {
-			return fmt.Errorf("boot warm sandbox: %w", err)
-		}
-	}
-	cmd := exec.Command(d.cfg.RunscPath, d.runsc.warmRunArgs(bundle, s.logPath, s.id)...)
-	// Its own process group, so that abandoning it kills runsc's helpers too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Dir = bundle
-	// Files, not writers: no goroutine of exec's copies them, and Wait does
-	// not wait for the sandbox's output to close.
-	cmd.ExtraFiles = []*os.File{theirs[0], theirs[1]} // fds 3 and 4: launcherCmdFD, launcherStatusFD
-	cmd.Stdout, cmd.Stderr = theirs[2], theirs[3]
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("boot warm sandbox: start runsc run: %w", err)
-	}
-	s.run = waitFor(cmd)
-	return nil
 }
 
 // destroyWarm stops and removes a sandbox that ran no attempt (a dropped
@@ -313,32 +258,16 @@ func (d *Driver) destroyWarm(s *warmSlot) {
 // pipes. clean says the runner exited by itself and runsc reported no
 // error: `runsc run` then removed the container itself.
 func (s *warmSlot) end(d *Driver, clean bool, log *slog.Logger) {
-	s.closeLaunch() // a launcher still waiting reads no command and exits
+	if s.resident != nil {
+		s.closeLaunch() // a launcher still waiting reads no command and exits
+	}
 	if clean {
 		d.teardownAfterCleanExit(s.id, log)
 	} else {
 		d.teardown(context.Background(), s.id, log)
 	}
-	if s.run != nil {
-		select {
-		case <-s.run.exited:
-		case <-time.After(warmKillWait):
-			log.Warn("runsc run still running after its sandbox was deleted; killing it")
-			_ = syscall.Kill(-s.run.cmd.Process.Pid, syscall.SIGKILL)
-			<-s.run.exited
-		}
-	}
-	for _, f := range []*os.File{s.status, s.stdout, s.stderr} {
-		if f != nil {
-			f.Close()
-		}
-	}
-}
-
-func (s *warmSlot) closeLaunch() {
-	if s.launch != nil {
-		s.launch.Close()
-		s.launch = nil
+	if s.resident != nil {
+		s.close(warmKillWait, log)
 	}
 }
 

@@ -3,11 +3,8 @@ package gvisor
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/sandbox"
@@ -58,7 +55,7 @@ func (d *Driver) runWarm(ctx context.Context, spec *sandbox.Spec, s *warmSlot, b
 	if err := s.hand(msg); err != nil {
 		return nil, true, fmt.Errorf("gvisor: hand the attempt to the warm sandbox: %w", err)
 	}
-	out, err = d.supervise(ctx, spec, "run", started, s.run, s.logPath, log, &stopper{d: d, id: s.id, exited: s.run.exited, abandon: s.abandon})
+	out, err = d.supervise(ctx, spec, "run", started, s.run, s.logPath, log, &stopper{d: d, id: s.id, exited: s.run.exited, abandon: s.kill})
 	if err != nil {
 		return nil, true, err
 	}
@@ -84,68 +81,4 @@ func (d *Driver) runWarm(ctx context.Context, spec *sandbox.Spec, s *warmSlot, b
 	out.Stages.Collect = collected.Sub(out.EndedAt)
 	log.Debug("warm attempt", "prepare", out.Stages.Prepare, "sandbox", out.Stages.Sandbox, "collect", out.Stages.Collect)
 	return out, true, nil
-}
-
-// hand writes the launch message and closes the pipe: the launcher reads
-// to EOF.
-func (s *warmSlot) hand(msg []byte) error {
-	defer s.closeLaunch()
-	if err := s.launch.SetWriteDeadline(time.Now().Add(runscTimeout)); err != nil {
-		return err
-	}
-	_, err := s.launch.Write(msg)
-	return err
-}
-
-// copyOutput copies the sandbox's stdout and stderr to the attempt's
-// writers (discarded when nil) until EOF; the channel closes when both are
-// done.
-func (s *warmSlot) copyOutput(stdout, stderr io.Writer) <-chan struct{} {
-	done := make(chan struct{})
-	copyTo := func(w io.Writer, r *os.File, finished chan<- struct{}) {
-		if w == nil {
-			w = io.Discard
-		}
-		_, _ = io.Copy(w, r)
-		close(finished)
-	}
-	outDone, errDone := make(chan struct{}), make(chan struct{})
-	go copyTo(stdout, s.stdout, outDone)
-	go copyTo(stderr, s.stderr, errDone)
-	go func() {
-		<-outDone
-		<-errDone
-		close(done)
-	}()
-	return done
-}
-
-// drain waits up to limit for the output copies to reach EOF, then stops
-// them (as exec.Cmd.WaitDelay does for a cold start's runsc).
-func (s *warmSlot) drain(copied <-chan struct{}, limit time.Duration, log *slog.Logger) {
-	select {
-	case <-copied:
-		return
-	case <-time.After(limit):
-	}
-	log.Warn("sandbox output still open after runsc exited; closing it")
-	s.stdout.Close()
-	s.stderr.Close()
-	<-copied
-}
-
-// report reads what the launcher wrote after its ready byte: nothing when
-// it started the runner. Its pipe closes once the sandbox is gone; limit
-// bounds the wait when it is not.
-func (s *warmSlot) report(limit time.Duration) []byte {
-	if err := s.status.SetReadDeadline(time.Now().Add(limit)); err != nil {
-		return nil
-	}
-	b, _ := io.ReadAll(io.LimitReader(s.status, 64))
-	return b
-}
-
-// abandon kills the slot's `runsc run` and its helpers.
-func (s *warmSlot) abandon() {
-	_ = syscall.Kill(-s.run.cmd.Process.Pid, syscall.SIGKILL) // ESRCH: gone already
 }

@@ -68,8 +68,8 @@ type Report struct {
 	// was initialized (POST /projects/:name/init), so that its tasks run
 	// in the host's warm sandboxes; measured in the same rounds.
 	ServiceWarm *latencyStat `json:"service_warm,omitempty"`
-	// WarmRunMS is its started -> completed p50 (runsc exec in the warm
-	// sandbox, the runner, the outcome's report).
+	// WarmRunMS is its started -> completed p50 (the hand-over to the warm
+	// sandbox's launcher, the runner, the outcome's report).
 	WarmRunMS    float64      `json:"service_warm_started_to_completed_p50_ms,omitempty"`
 	TargetWarmMS float64      `json:"target_warm_ms"`
 	WarmMet      *bool        `json:"warm_met,omitempty"`

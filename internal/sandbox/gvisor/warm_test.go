@@ -50,7 +50,7 @@ func waitWarm(ctx context.Context, d *Driver, key sandbox.WarmKey, n int, limit 
 
 func skipWithoutWarm(t *testing.T) {
 	if !WarmSupported() {
-		t.Skip("warm sandboxes need an x86-64 host (the pause program)")
+		t.Skip("warm sandboxes need an x86-64 host (the launcher is x86-64 code)")
 	}
 }
 

@@ -111,14 +111,17 @@ func (r *resident) copyOutput(stdout, stderr io.Writer) <-chan struct{} {
 }
 
 // drain waits up to limit for the output copies to reach EOF, then stops
-// them (as exec.Cmd.WaitDelay does for a cold start's runsc).
+// them (as exec.Cmd.WaitDelay does for a cold start's runsc). Draining
+// twice is harmless.
 func (r *resident) drain(copied <-chan struct{}, limit time.Duration, log *slog.Logger) {
 	select {
 	case <-copied:
 		return
 	case <-time.After(limit):
 	}
-	log.Warn("sandbox output still open after runsc exited; closing it")
+	if limit > 0 {
+		log.Warn("sandbox output still open after runsc exited; closing it")
+	}
 	r.stdout.Close()
 	r.stderr.Close()
 	<-copied

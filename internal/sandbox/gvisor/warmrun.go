@@ -40,8 +40,13 @@ func (d *Driver) runWarm(ctx context.Context, spec *sandbox.Spec, s *warmSlot, b
 	s.dir = spec.WorkDir
 	d.warm.used.Add(1)
 	// The sandbox runs this attempt or none: it ends on every path, off
-	// the attempt's path.
+	// the attempt's path. Its output reaches the attempt's writers only
+	// until Run returns.
+	var copied <-chan struct{}
 	defer func() {
+		if copied != nil {
+			s.drain(copied, 0, log)
+		}
 		clean := out != nil && exitedCleanly(out)
 		d.later.Go(func() { s.end(d, clean, log) })
 	}()
@@ -50,7 +55,7 @@ func (d *Driver) runWarm(ctx context.Context, spec *sandbox.Spec, s *warmSlot, b
 	}
 	host := sandbox.HostDirs(spec)
 
-	copied := s.copyOutput(spec.Stdout, spec.Stderr)
+	copied = s.copyOutput(spec.Stdout, spec.Stderr)
 	started := time.Now()
 	if err := s.hand(msg); err != nil {
 		return nil, true, fmt.Errorf("gvisor: hand the attempt to the warm sandbox: %w", err)

@@ -33,6 +33,7 @@ var _ sandbox.Warmer = (*Driver)(nil)
 
 // warmSlot is one booted sandbox waiting for its attempt.
 type warmSlot struct {
+	key     sandbox.WarmKey
 	id      string // runsc container id and cgroup name
 	dir     string // the slot's work directory (payload/, result/, ..., bundle/)
 	logPath string // runsc's log
@@ -177,8 +178,9 @@ func (d *Driver) fill(p *warmPool) {
 	}
 }
 
-// takeWarm removes and returns a ready sandbox for spec, or nil, and
-// starts the refill.
+// takeWarm removes and returns a ready sandbox for spec, or nil. The
+// attempt that takes it starts the refill (refillWarm) once its start is
+// past.
 func (d *Driver) takeWarm(spec *sandbox.Spec) *warmSlot {
 	key, ok := sandbox.KeyOf(spec)
 	if !ok {
@@ -201,8 +203,21 @@ func (d *Driver) takeWarm(spec *sandbox.Spec) *warmSlot {
 	}
 	s := p.ready[0]
 	p.ready = p.ready[1:]
-	d.fillLocked(p)
 	return s
+}
+
+// warmRefillDelay is how long after a warm attempt's start its pool's
+// refill begins, if the attempt has not ended by then.
+const warmRefillDelay = time.Second
+
+// refillWarm starts the refill of key's pool, if it still wants sandboxes.
+func (d *Driver) refillWarm(key sandbox.WarmKey) {
+	w := &d.warm
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p := w.pools[key.CacheDir]; p != nil && p.key == key {
+		d.fillLocked(p)
+	}
 }
 
 // warmDir holds the slots' directories, on the work directories'
@@ -212,7 +227,7 @@ func (d *Driver) warmDir() string { return d.cfg.WarmDir }
 // bootWarm boots one sandbox for key and waits until its launcher runs.
 // On error the returned slot, when not nil, is what must be destroyed.
 func (d *Driver) bootWarm(key sandbox.WarmKey) (*warmSlot, error) {
-	s := &warmSlot{id: "warm-" + strings.ToLower(rand.Text()[:16])}
+	s := &warmSlot{key: key, id: "warm-" + strings.ToLower(rand.Text()[:16])}
 	s.dir = filepath.Join(d.warmDir(), s.id)
 	spec := sandbox.Spec{AttemptID: s.id, RootFS: key.RootFS, CacheDir: key.CacheDir, CPU: key.CPU,
 		MemoryMB: key.MemoryMB, PidsLimit: key.PidsLimit, StorageBytes: key.StorageBytes, CacheBytes: key.CacheBytes, WorkDir: s.dir,

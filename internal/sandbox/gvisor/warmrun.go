@@ -20,6 +20,16 @@ const warmKillWait = 10 * time.Second
 // then starts the attempt cold.
 func (d *Driver) runWarm(ctx context.Context, spec *sandbox.Spec, s *warmSlot, begin time.Time) (out *sandbox.Outcome, handled bool, err error) {
 	log := d.log.With("attempt_id", spec.AttemptID, "warm_id", s.id)
+	// The pool refills when the attempt ends, or warmRefillDelay after its
+	// start if it runs longer: a sandbox booting beside the runner's start
+	// takes the CPU it starts on (on 2 cores, about 4 ms of a 48 ms warm
+	// start; docs/bench.md).
+	refill := time.AfterFunc(warmRefillDelay, func() { d.refillWarm(s.key) })
+	defer func() {
+		if refill.Stop() {
+			d.refillWarm(s.key)
+		}
+	}()
 	in := sandbox.ContainerDirs()
 	cwd := spec.Cwd
 	if cwd == "" {

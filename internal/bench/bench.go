@@ -25,6 +25,9 @@ const (
 	// benchTargetWarmMS is issue 18's submit-to-terminal p50 of a trivial
 	// task on an initialized project (warm sandboxes).
 	benchTargetWarmMS = 60.0
+	// benchTargetWarmRatio is issue 31's: the warm p50 at most this
+	// fraction of the bare `runsc run` p50 of the same run.
+	benchTargetWarmRatio = 0.15
 )
 
 // Config configures a bench run; `skiff bench` fills it from its flags.
@@ -65,13 +68,23 @@ type Report struct {
 	// was initialized (POST /projects/:name/init), so that its tasks run
 	// in the host's warm sandboxes; measured in the same rounds.
 	ServiceWarm *latencyStat `json:"service_warm,omitempty"`
-	// WarmRunMS is its started -> completed p50 (runsc exec in the warm
-	// sandbox, the runner, the outcome's report).
+	// WarmRunMS is its started -> completed p50 (the hand-over to the warm
+	// sandbox's launcher, the runner, the outcome's report).
 	WarmRunMS    float64      `json:"service_warm_started_to_completed_p50_ms,omitempty"`
 	TargetWarmMS float64      `json:"target_warm_ms"`
 	WarmMet      *bool        `json:"warm_met,omitempty"`
 	BareRunsc    *latencyStat `json:"bare_runsc"`  // `runsc run` alone
 	HostDriver   *latencyStat `json:"host_driver"` // gvisor Driver.Run
+	// The floors of a warm start, measured in the same rounds, each in a
+	// bare sandbox booted (untimed) with the launcher waiting as its init:
+	// WarmFloor hands the runner's command to the launcher and runs until
+	// `runsc run` exits with the runner's status (what a warm attempt's
+	// sandbox part cannot beat); RunscExec is `runsc exec` of the same
+	// runner into such a sandbox (how warm starts ran before the launcher).
+	WarmFloor *latencyStat `json:"warm_floor_launcher"`
+	RunscExec *latencyStat `json:"warm_floor_runsc_exec"`
+	// Ratios of p50s: each figure against its floor in the same run.
+	Ratios *ratios `json:"ratios"`
 	// DriverStages are p50s of the host driver's stages (see
 	// sandbox.Stages), the sandbox's span split at the runner's start.
 	DriverStages *driverStagesP50 `json:"driver_stages_p50,omitempty"`
@@ -96,6 +109,34 @@ type Report struct {
 	// comparison is only indicative.
 	TargetJobsPerS float64 `json:"target_jobs_per_s"`
 	ThroughputMet  *bool   `json:"throughput_met,omitempty"`
+}
+
+// ratios are p50s divided by the p50 of their floor in the same run.
+type ratios struct {
+	// ServiceCold is service / bare runsc.
+	ServiceCold float64 `json:"service_cold_ratio"`
+	// ServiceWarm is service warm / bare runsc: issue 31's target is at
+	// most TargetServiceWarm.
+	ServiceWarm       float64 `json:"service_warm_ratio,omitempty"`
+	TargetServiceWarm float64 `json:"target_service_warm_ratio"`
+	ServiceWarmMet    *bool   `json:"service_warm_ratio_met,omitempty"`
+	// ServiceWarmToFloor is service warm / the launcher's round trip: what
+	// dispatch, the API and the driver add to a warm start's floor.
+	ServiceWarmToFloor float64 `json:"service_warm_to_floor_ratio,omitempty"`
+	// WarmFloor is the launcher's round trip / bare runsc.
+	WarmFloor float64 `json:"warm_floor_ratio"`
+	// RunscExecToFloor is runsc exec / the launcher's round trip.
+	RunscExecToFloor float64 `json:"runsc_exec_to_floor_ratio"`
+	// FanOut is fan-out tasks/s / the ideal (slots / bare runsc).
+	FanOut float64 `json:"fan_out_ratio,omitempty"`
+}
+
+// ratio is a / b to 3 places; 0 when b is 0.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return math.Round(a/b*1000) / 1000
 }
 
 // driverStagesP50 are p50s of the host driver's stages in milliseconds.
@@ -229,6 +270,15 @@ func Run(ctx context.Context, f Config) (*Report, error) {
 	}
 	rep.Service, rep.ServiceSeen = summarize(lat.service), summarize(lat.seen)
 	rep.BareRunsc, rep.HostDriver = summarize(lat.bare), summarize(lat.driver)
+	rep.WarmFloor, rep.RunscExec = summarize(lat.launch), summarize(lat.runscExec)
+	rep.Ratios = &ratios{ServiceCold: ratio(rep.Service.P50MS, rep.BareRunsc.P50MS), TargetServiceWarm: benchTargetWarmRatio,
+		WarmFloor: ratio(rep.WarmFloor.P50MS, rep.BareRunsc.P50MS), RunscExecToFloor: ratio(rep.RunscExec.P50MS, rep.WarmFloor.P50MS)}
+	if rep.ServiceWarm != nil {
+		rep.Ratios.ServiceWarm = ratio(rep.ServiceWarm.P50MS, rep.BareRunsc.P50MS)
+		rep.Ratios.ServiceWarmToFloor = ratio(rep.ServiceWarm.P50MS, rep.WarmFloor.P50MS)
+		met := rep.Ratios.ServiceWarm <= benchTargetWarmRatio
+		rep.Ratios.ServiceWarmMet = &met
+	}
 	rep.DriverStages = &driverStagesP50{PrepareMS: summarize(lat.prepare2).P50MS, RunscStartMS: summarize(lat.runscStart).P50MS,
 		RunnerToExitMS: summarize(lat.runnerToExit).P50MS, CollectMS: summarize(lat.collect).P50MS, TeardownMS: summarize(lat.teardown).P50MS}
 	if len(lat.run) > 0 {
@@ -247,6 +297,7 @@ func Run(ctx context.Context, f Config) (*Report, error) {
 			return nil, err
 		}
 		rep.FanOut = fo
+		rep.Ratios.FanOut = ratio(fo.TasksPerS, fo.IdealTasksPerS)
 		if fo.RefillGap != nil {
 			met := fo.RefillGap.P50MS < benchFanOutTargetGapMS
 			rep.RefillGapMet = &met
@@ -297,9 +348,13 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	row("bare runsc", r.BareRunsc)
 	row("host driver", r.HostDriver)
+	row("warm floor", r.WarmFloor)
+	row("runsc exec", r.RunscExec)
 	p("  service = start of POST /api/v1/jobs to the job's completed_at; service seen = to the first GET that")
 	p("  shows it terminal (polled every %.1f ms); bare runsc = `runsc run` alone; host driver = the gVisor", r.PollMS)
-	p("  driver's Run (directories, bundle, runsc run with limits, teardown, result), as the host calls it.")
+	p("  driver's Run (directories, bundle, runsc run with limits, teardown, result), as the host calls it;")
+	p("  warm floor = handing the runner's command to a launcher already waiting in a booted bare sandbox, until")
+	p("  runsc run exits with its status; runsc exec = `runsc exec` of the runner into such a sandbox.")
 	if ds := r.DriverStages; ds != nil {
 		p("  host driver p50 by stage: prepare %.1f ms, runsc start to runner %.1f ms, runner to exit %.1f ms, collect %.1f ms, teardown before the outcome %.1f ms",
 			ds.PrepareMS, ds.RunscStartMS, ds.RunnerToExitMS, ds.CollectMS, ds.TeardownMS)
@@ -312,12 +367,20 @@ func (r *Report) WriteText(w io.Writer) {
 		p("  service warm = the same on an initialized project, whose tasks run in warm sandboxes (started->completed p50 %.1f ms)", r.WarmRunMS)
 		p("Warm start p50 target <= %.0f ms: %s", r.TargetWarmMS, verdict(*r.WarmMet))
 	}
+	if q := r.Ratios; q != nil {
+		p("Ratios of p50s to their floor in this run: service cold / bare runsc %.3f; warm floor / bare runsc %.3f; runsc exec / warm floor %.3f",
+			q.ServiceCold, q.WarmFloor, q.RunscExecToFloor)
+		if q.ServiceWarmMet != nil {
+			p("  service warm / bare runsc %.3f (target <= %.2f: %s); service warm / warm floor %.3f",
+				q.ServiceWarm, q.TargetServiceWarm, verdict(*q.ServiceWarmMet), q.ServiceWarmToFloor)
+		}
+	}
 	p("Service overhead (p50 service - p50 bare runsc): %.1f ms; target < %.0f ms: %s", r.ServiceOverheadMS, r.TargetOverheadMS, verdict(r.OverheadMet))
 	p("  host driver over bare runsc: %.1f ms; dispatch, API and store (service over host driver): %.1f ms", r.DriverOverheadMS, r.DispatchOverheadMS)
 	if fo := r.FanOut; fo != nil {
 		p("")
 		p("Fan-out: one job of %d trivial tasks on the local host's %d slots:", fo.Tasks, fo.Slots)
-		p("  %.1f tasks/s in %.2f s (ideal, slots / p50 bare runsc: %.1f tasks/s)", fo.TasksPerS, fo.Seconds, fo.IdealTasksPerS)
+		p("  %.1f tasks/s in %.2f s (ideal, slots / p50 bare runsc: %.1f tasks/s; ratio %.3f)", fo.TasksPerS, fo.Seconds, fo.IdealTasksPerS, r.Ratios.FanOut)
 		if g := fo.RefillGap; g != nil {
 			p("  refill gap (a freed slot's end to the next start on it): p50 %.1f ms, p95 %.1f ms, max %.1f ms (n=%d)",
 				g.P50MS, g.P95MS, g.MaxMS, g.N)

@@ -343,6 +343,9 @@ type latencySamples struct {
 	// warm is submit-to-terminal on the initialized project (its tasks
 	// run in warm sandboxes); warmRun its started -> completed stage.
 	warm, warmRun []time.Duration
+	// The floors of a warm start: handing the runner's command to a
+	// launcher waiting in a booted sandbox, and `runsc exec` of it into one.
+	launch, runscExec []time.Duration
 	// The driver runs' stages.
 	prepare2, runscStart, runnerToExit, collect, teardown []time.Duration
 	queue, prepare, run                                   []time.Duration // the service's stages
@@ -354,7 +357,7 @@ type latencySamples struct {
 func latencyRounds(ctx context.Context, c *benchClient, sb *benchSandbox, warmProject string, f *Config, progress func(string, ...any)) (*latencySamples, error) {
 	var s latencySamples
 	total := f.Warmup + f.Jobs
-	progress("latency: %d warm-up and %d timed rounds of service job, bare runsc run, host driver run", f.Warmup, f.Jobs)
+	progress("latency: %d warm-up and %d timed rounds of service job, bare runsc run, host driver run, warm floors", f.Warmup, f.Jobs)
 	last := time.Now()
 	for i := range total {
 		jt, err := c.runJob(ctx, benchProjectName, i, f.Poll)
@@ -375,6 +378,10 @@ func latencyRounds(ctx context.Context, c *benchClient, sb *benchSandbox, warmPr
 		if err != nil {
 			return nil, err
 		}
+		launch, runscExec, err := sb.floorRun(ctx, i)
+		if err != nil {
+			return nil, err
+		}
 		if i < f.Warmup {
 			continue
 		}
@@ -383,6 +390,7 @@ func latencyRounds(ctx context.Context, c *benchClient, sb *benchSandbox, warmPr
 			s.warm, s.warmRun = append(s.warm, wt.completed), append(s.warmRun, wt.run)
 		}
 		s.bare, s.driver = append(s.bare, bare), append(s.driver, drv)
+		s.launch, s.runscExec = append(s.launch, launch), append(s.runscExec, runscExec)
 		s.prepare2, s.runscStart, s.runnerToExit = append(s.prepare2, st.prepare), append(s.runscStart, st.runscStart), append(s.runnerToExit, st.runnerToExit)
 		s.collect, s.teardown = append(s.collect, st.collect), append(s.teardown, st.teardown)
 		if jt.run > 0 {

@@ -43,7 +43,11 @@ type benchSandbox struct {
 	driver       *gvisor.Driver
 	bareBundle   string
 	bareResult   string
-	once         sync.Once
+	// floorBundle is the bare bundle with the launcher as its init: the
+	// floor of a warm start (floorRun).
+	floorBundle string
+	floorEnv    []string
+	once        sync.Once
 }
 
 func newBenchSandbox(ctx context.Context, p benchSandboxParams) (*benchSandbox, error) {
@@ -60,6 +64,9 @@ func newBenchSandbox(ctx context.Context, p benchSandboxParams) (*benchSandbox, 
 		return nil, err
 	}
 	if err := sb.writeBareBundle(); err != nil {
+		return nil, err
+	}
+	if err := sb.writeFloorBundle(); err != nil {
 		return nil, err
 	}
 	return sb, nil
@@ -107,12 +114,90 @@ func (sb *benchSandbox) writeBareBundle() error {
 			{Type: specs.MountNamespace}, {Type: specs.NetworkNamespace},
 		}},
 	}
+	sb.bareBundle, sb.bareResult = bundle, host.ResultFile()
+	return writeSpec(bundle, spec)
+}
+
+func writeSpec(bundle string, spec *specs.Spec) error {
 	b, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
 		return err
 	}
-	sb.bareBundle, sb.bareResult = bundle, host.ResultFile()
 	return os.WriteFile(filepath.Join(bundle, "config.json"), b, 0o600)
+}
+
+// writeFloorBundle writes the bundle of the warm floor's sandboxes: the
+// bare bundle (the same directories), with the launcher bound read-only as
+// its init.
+func (sb *benchSandbox) writeFloorBundle() error {
+	b, err := os.ReadFile(filepath.Join(sb.bareBundle, "config.json"))
+	if err != nil {
+		return err
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return err
+	}
+	bundle := filepath.Join(sb.dir, "floor")
+	if err := os.MkdirAll(bundle, 0o755); err != nil {
+		return err
+	}
+	launcher := filepath.Join(bundle, "launcher")
+	if err := gvisor.WriteLauncher(launcher); err != nil {
+		return err
+	}
+	sb.floorEnv = spec.Process.Env
+	spec.Process.Args, spec.Process.Cwd = []string{gvisor.LauncherPath}, "/"
+	spec.Mounts = append(spec.Mounts, specs.Mount{Destination: gvisor.LauncherPath, Type: "bind", Source: launcher,
+		Options: []string{"rbind", "ro", "nosuid", "nodev"}})
+	sb.floorBundle = bundle
+	return writeSpec(bundle, &spec)
+}
+
+// floorRun boots two sandboxes of the floor bundle with their launchers
+// waiting (untimed), then times `runsc exec` of the runner into one, and
+// handing the runner's command to the other's launcher until its `runsc
+// run` exits: the floor of a warm start, and of one through runsc exec,
+// each in a sandbox that has run nothing yet.
+func (sb *benchSandbox) floorRun(ctx context.Context, i int) (launch, execd time.Duration, err error) {
+	var res [2]*gvisor.Resident
+	for j := range res {
+		if res[j], err = gvisor.BootResident(sb.runsc, sb.stateDir, sb.floorBundle, fmt.Sprintf("bench-floor-%d-%d", i, j)); err != nil {
+			return 0, 0, err
+		}
+		defer res[j].Close()
+	}
+	id := fmt.Sprintf("bench-floor-%d-0", i)
+	if err := os.Remove(sb.bareResult); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, 0, err
+	}
+	args := []string{"--root", sb.stateDir, "--platform", gvisor.DefaultPlatform, "--network", "none", "exec", "--cwd", bareCwd}
+	for _, kv := range sb.floorEnv {
+		args = append(args, "--env", kv)
+	}
+	cmd := exec.CommandContext(ctx, sb.runsc, append(append(args, id), benchRunnerArgs...)...)
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err = cmd.Run()
+	execd = time.Since(start)
+	if err != nil {
+		return 0, 0, fmt.Errorf("runsc exec: %w: %s", err, strings.TrimSpace(out.String()))
+	}
+	if err := checkBenchResult(os.ReadFile(sb.bareResult)); err != nil {
+		return 0, 0, fmt.Errorf("runsc exec: %w", err)
+	}
+	if err := os.Remove(sb.bareResult); err != nil {
+		return 0, 0, err
+	}
+	if _, launch, err = res[1].Launch(benchRunnerArgs[0], benchRunnerArgs, sb.floorEnv, bareCwd); err != nil {
+		return 0, 0, fmt.Errorf("launcher: %w", err)
+	}
+	if err := checkBenchResult(os.ReadFile(sb.bareResult)); err != nil {
+		return 0, 0, fmt.Errorf("launcher: %w", err)
+	}
+	return launch, execd, nil
 }
 
 // bareRun times one `runsc run` of the bare bundle, from the start of runsc

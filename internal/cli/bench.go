@@ -40,7 +40,7 @@ with this binary as its runner ('skiff bench runner': reads the payload, writes
 {"ok":true}). Then:
 
  1. Latency, in --jobs rounds (after --warmup untimed ones), each round running
-    the same trivial task three ways, interleaved so that noise hits all three:
+    the same trivial task several ways, interleaved so that noise hits them alike:
       service     POST /api/v1/jobs, then GET /api/v1/jobs/{id} every --poll
                   until the job is terminal; timed from the POST to the job's
                   completed_at (the server is local: same clock), and to the
@@ -49,8 +49,16 @@ with this binary as its runner ('skiff bench runner': reads the payload, writes
                   bundle (no cgroup limits, no teardown), timed around runsc;
       host driver the gVisor driver's Run with the spec the host uses for a
                   default job (1 CPU, 2048 MiB): directories, bundle, runsc run,
-                  teardown, result collection.
-    Service overhead is p50(service) - p50(bare runsc); target < 50 ms.
+                  teardown, result collection;
+      service warm the service's job on a second, initialized project, whose
+                  tasks run in the local host's warm sandboxes;
+      warm floor  in a bare sandbox booted beforehand (untimed) with the
+                  launcher waiting as its init, handing it the runner's
+                  command until runsc exits with the runner's status; beside
+                  it, runsc exec of the runner into another such sandbox.
+    Service overhead is p50(service) - p50(bare runsc); target < 50 ms. Each
+    figure is also given as a ratio of p50s to its floor in the same run
+    (the *_ratio keys of --json); target: service warm <= 0.15 of bare runsc.
  2. Fan-out: one job of --fanout-tasks trivial tasks (fan_out.items) on the
     local host, which has one slot per CPU. Reports tasks/s from the job's
     submitted_at to its completed_at next to the ideal (slots / p50 of the

@@ -104,13 +104,17 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 
 	var rep struct {
-		CPUs         int        `json:"cpus"`
-		Store        string     `json:"store"`
-		RunscVersion string     `json:"runsc_version"`
-		Service      *benchStat `json:"service"`
-		ServiceSeen  *benchStat `json:"service_seen"`
-		BareRunsc    *benchStat `json:"bare_runsc"`
-		HostDriver   *benchStat `json:"host_driver"`
+		CPUs         int            `json:"cpus"`
+		Store        string         `json:"store"`
+		RunscVersion string         `json:"runsc_version"`
+		Service      *benchStat     `json:"service"`
+		ServiceSeen  *benchStat     `json:"service_seen"`
+		BareRunsc    *benchStat     `json:"bare_runsc"`
+		HostDriver   *benchStat     `json:"host_driver"`
+		ServiceWarm  *benchStat     `json:"service_warm"`
+		WarmFloor    *benchStat     `json:"warm_floor_launcher"`
+		RunscExec    *benchStat     `json:"warm_floor_runsc_exec"`
+		Ratios       map[string]any `json:"ratios"`
 		Stages       *struct {
 			RunMS float64 `json:"started_to_completed_ms"`
 		} `json:"service_stages_p50"`
@@ -132,10 +136,24 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("got cpus %d, store %q, runsc version %q; want the machine described", rep.CPUs, rep.Store, rep.RunscVersion)
 	}
 	for name, s := range map[string]*benchStat{"service": rep.Service, "service_seen": rep.ServiceSeen,
-		"bare_runsc": rep.BareRunsc, "host_driver": rep.HostDriver} {
+		"bare_runsc": rep.BareRunsc, "host_driver": rep.HostDriver, "service_warm": rep.ServiceWarm,
+		"warm_floor_launcher": rep.WarmFloor, "warm_floor_runsc_exec": rep.RunscExec} {
 		if s == nil || s.N != 3 || s.P50MS <= 0 || s.MinMS > s.P50MS || s.P50MS > s.P95MS || s.P95MS > s.MaxMS {
 			t.Errorf("%s: got %+v, want 3 ordered samples", name, s)
 		}
+	}
+	// Each figure beside its floor, as ratios of p50s in the same run.
+	for _, k := range []string{"service_cold_ratio", "service_warm_ratio", "service_warm_to_floor_ratio", "warm_floor_ratio",
+		"runsc_exec_to_floor_ratio", "fan_out_ratio"} {
+		if v, ok := rep.Ratios[k].(float64); !ok || v <= 0 {
+			t.Errorf("ratios.%s: got %v, want a positive ratio (ratios %v)", k, rep.Ratios[k], rep.Ratios)
+		}
+	}
+	if rep.Ratios["target_service_warm_ratio"] != 0.15 {
+		t.Errorf("ratios.target_service_warm_ratio: got %v, want 0.15", rep.Ratios["target_service_warm_ratio"])
+	}
+	if _, ok := rep.Ratios["service_warm_ratio_met"].(bool); !ok {
+		t.Errorf("ratios.service_warm_ratio_met: got %v, want a verdict", rep.Ratios["service_warm_ratio_met"])
 	}
 	if rep.Stages == nil || rep.Stages.RunMS <= 0 {
 		t.Errorf("got service stages %+v, want the run stage", rep.Stages)

@@ -34,6 +34,9 @@ type bundleParams struct {
 	NetNSPath    string // empty: a fresh, empty network namespace
 	NoFile       uint64
 	PidsOverhead int64
+	// Launcher, when set, is the host file of a warm sandbox's launcher,
+	// bound read-only at launcherPath.
+	Launcher string
 }
 
 // writeBundle writes dir/config.json for p.
@@ -78,7 +81,7 @@ func ociSpec(p bundleParams) *specs.Spec {
 		},
 		Root:     &specs.Root{Path: s.RootFS, Readonly: true},
 		Hostname: "skiff",
-		Mounts:   append(mounts(p.Host, in), extraMounts(s.Mounts)...),
+		Mounts:   append(append(mounts(p.Host, in), extraMounts(s.Mounts)...), launcherMount(p.Launcher)...),
 		Linux: &specs.Linux{
 			CgroupsPath: p.CgroupsPath,
 			Resources:   resources(s, p.PidsOverhead),
@@ -111,6 +114,15 @@ func mounts(host, in sandbox.Dirs) []specs.Mount {
 		{Destination: in.Scratch, Type: "bind", Source: host.Scratch, Options: rw},
 		{Destination: in.Cache, Type: "bind", Source: host.Cache, Options: rw},
 	}
+}
+
+// launcherMount binds a warm sandbox's launcher read-only (executable, but
+// no set-id or devices); none for a cold start.
+func launcherMount(hostPath string) []specs.Mount {
+	if hostPath == "" {
+		return nil
+	}
+	return []specs.Mount{{Destination: launcherPath, Type: "bind", Source: hostPath, Options: []string{"rbind", "ro", "nosuid", "nodev"}}}
 }
 
 // extraMounts bind-mounts the spec's data sources read-only and its cache

@@ -179,10 +179,8 @@ func (d *Driver) run(ctx context.Context, spec *sandbox.Spec, bundle, network st
 		})
 }
 
-// supervised runs `runsc <verb> args...` (run for a cold start, exec in a
-// warm sandbox) under the timeout and stop escalation, and returns the
-// outcome without the result and artifacts; logPath is runsc's log, read
-// for the reason a sandbox failed.
+// supervised starts `runsc <verb> args...` (a cold start's `runsc run`) and
+// supervises it.
 func (d *Driver) supervised(ctx context.Context, spec *sandbox.Spec, bundle, verb string, args []string, logPath string,
 	log *slog.Logger, stopperFor func(exited <-chan struct{}, abandon context.CancelFunc) sandbox.Stopper) (*sandbox.Outcome, error) {
 	// runsc is not tied to ctx: cancellation goes through the SIGTERM/SIGKILL
@@ -207,21 +205,41 @@ func (d *Driver) supervised(ctx context.Context, spec *sandbox.Spec, bundle, ver
 		return nil, fmt.Errorf("gvisor: start runsc %s: %w", verb, err)
 	}
 	log.Debug("sandbox started", "verb", verb, "pid", cmd.Process.Pid)
-	exited := make(chan struct{})
-	var waitErr error
+	w := waitFor(cmd)
+	return d.supervise(ctx, spec, verb, started, w, logPath, log, stopperFor(w.exited, abandon))
+}
+
+// waited is a started runsc process that a goroutine waits for.
+type waited struct {
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed once cmd.Wait returned
+	waitErr error         // cmd.Wait's error, set before exited closes
+}
+
+func waitFor(cmd *exec.Cmd) *waited {
+	w := &waited{cmd: cmd, exited: make(chan struct{})}
 	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
+		w.waitErr = w.cmd.Wait()
+		close(w.exited)
 	}()
-	reason := sandbox.Supervise(ctx, exited, sandbox.Escalation{
+	return w
+}
+
+// supervise waits for the started runsc process w under the attempt's
+// timeout and stop escalation and returns the outcome without the result
+// and artifacts, timed from started; logPath is runsc's log, read for the
+// reason a sandbox failed.
+func (d *Driver) supervise(ctx context.Context, spec *sandbox.Spec, verb string, started time.Time, w *waited, logPath string,
+	log *slog.Logger, stop sandbox.Stopper) (*sandbox.Outcome, error) {
+	reason := sandbox.Supervise(ctx, w.exited, sandbox.Escalation{
 		Timeout:  spec.Timeout,
 		Grace:    d.cfg.Grace,
 		KillWait: d.cfg.KillWait,
 		Logger:   log,
-	}, stopperFor(exited, abandon))
+	}, stop)
 	ended := time.Now()
 
-	code, err := sandbox.ExitCode(cmd.ProcessState, waitErr)
+	code, err := sandbox.ExitCode(w.cmd.ProcessState, w.waitErr)
 	if err != nil {
 		return nil, fmt.Errorf("gvisor: runsc %s: %w", verb, err)
 	}

@@ -84,20 +84,14 @@ func (r runsc) execQuiet(ctx context.Context, errPath string, sub ...string) err
 	return nil
 }
 
-// killPid signals one process of the container by its pid in the sandbox.
-func (r runsc) killPid(ctx context.Context, id, pid string, sig syscall.Signal) error {
-	_, err := r.exec(ctx, "kill", "--pid", pid, id, fmt.Sprint(int(sig)))
-	return err
-}
-
-// execArgs is the `runsc exec` command line that starts a warm sandbox's
-// runner from processPath; runsc's errors go to logPath as in runArgs, and
-// the runner's pid in the sandbox to pidFile.
-func (r runsc) execArgs(processPath, logPath, pidFile, id string) []string {
-	a := []string{"--root", r.root, "--platform", r.platform, "--network", "none",
-		"--log", logPath, "--log-format", "json"}
-	a = append(a, r.extra...)
-	return append(a, "exec", "--process", processPath, "--internal-pid-file", pidFile, id)
+// warmRunArgs is the `runsc run` command line that boots a warm sandbox:
+// as runArgs, with the launcher's pipes passed to its init as the same
+// descriptor numbers.
+func (r runsc) warmRunArgs(bundle, logPath, id string) []string {
+	a := r.runArgs("none", bundle, logPath, id)
+	fds := []string{"--pass-fd", fmt.Sprintf("%d:%d", launcherCmdFD, launcherCmdFD),
+		"--pass-fd", fmt.Sprintf("%d:%d", launcherStatusFD, launcherStatusFD)}
+	return append(a[:len(a)-1:len(a)-1], append(fds, id)...)
 }
 
 // kill signals the container's init process (the runner).

@@ -3,79 +3,44 @@ package gvisor
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/skiffhq/skiff/internal/sandbox"
 )
 
 var _ sandbox.Warmer = (*Driver)(nil)
 
-// A warm sandbox is booted ahead of its attempt (`runsc create` and `runsc
-// start`, the bulk of a cold start) with the attempt's mounts and cgroup
-// limits, and a pause process as its init. When an attempt with the same
-// key arrives, its slot directory is renamed to the attempt's WorkDir (the
-// gofer holds the mounted directories open, so the sandbox follows the
-// rename), the payload is written, and the runner is started in the
-// sandbox with `runsc exec` under the same process spec a cold start uses
-// (user, no capabilities, environment, rlimits). When the runner exits the
-// whole sandbox is killed before the result is read, and destroyed: a warm
+// A warm sandbox is booted ahead of its attempt (`runsc run`, the bulk of a
+// cold start) with the attempt's mounts and cgroup limits and the launcher
+// (launcher.go) as its init, waiting for its command. When an attempt with
+// the same key arrives, its slot directory is renamed to the attempt's
+// WorkDir (the gofer holds the mounted directories open, so the sandbox
+// follows the rename), the payload is written, and the command goes down
+// the launcher's pipe; the launcher execs the runner, which is then the
+// sandbox's init under the process spec a cold start uses (user, no
+// capabilities, rlimits) with the attempt's arguments, environment and
+// working directory. When it exits the sandbox ends as a cold one does,
+// and the `runsc run` that booted it exits with the runner's status: a warm
 // sandbox runs exactly one attempt.
-
-// warmInitName is the pause program's file in the slot's scratch
-// directory; it is removed once the init runs, so the runner finds its
-// scratch directory empty, as in a cold start.
-const warmInitName = ".skiff-init"
-
-// pauseELF is a static x86-64 Linux program of 129 bytes that loops on
-// pause(2): the warm sandbox's init. The images are the user's (a FROM
-// scratch image has nothing to run), so the driver brings its own.
-var pauseELF = func() []byte {
-	code := []byte{0xb8, 0x22, 0, 0, 0, 0x0f, 0x05, 0xeb, 0xf7} // mov eax, 34 (pause); syscall; jmp back
-	const base, ehsize, phsize = 0x400000, 64, 56
-	total := uint64(ehsize + phsize + len(code))
-	b := make([]byte, 0, total)
-	b = append(b, 0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-	le := binary.LittleEndian
-	b = le.AppendUint16(b, 2)    // ET_EXEC
-	b = le.AppendUint16(b, 0x3e) // x86-64
-	b = le.AppendUint32(b, 1)
-	b = le.AppendUint64(b, base+ehsize+phsize) // entry
-	b = le.AppendUint64(b, ehsize)             // program headers
-	b = le.AppendUint64(b, 0)                  // no section headers
-	b = le.AppendUint32(b, 0)
-	for _, v := range []uint16{ehsize, phsize, 1, 0, 0, 0} {
-		b = le.AppendUint16(b, v)
-	}
-	b = le.AppendUint32(b, 1) // PT_LOAD
-	b = le.AppendUint32(b, 5) // r-x
-	for _, v := range []uint64{0, base, base, total, total, 0x1000} {
-		b = le.AppendUint64(b, v)
-	}
-	return append(b, code...)
-}()
-
-// WarmSupported reports whether this build can keep warm sandboxes (the
-// pause program is x86-64 only).
-func WarmSupported() bool { return runtime.GOARCH == "amd64" }
 
 // warmSlot is one booted sandbox waiting for its attempt.
 type warmSlot struct {
-	id    string // runsc container id and cgroup name
-	dir   string // the slot's work directory (payload/, result/, ..., bundle/)
-	pidfd int    // the sandbox process on the host; -1 until known
+	key     sandbox.WarmKey
+	id      string // runsc container id and cgroup name
+	dir     string // the slot's work directory (payload/, result/, ..., bundle/)
+	logPath string // runsc's log
+	// resident is the `runsc run` that booted the sandbox, with the
+	// driver's ends of the launcher's and the sandbox's pipes; nil until
+	// it starts.
+	*resident
 }
 
 // warmPool holds one project's warm sandboxes (one key at a time).
@@ -213,8 +178,9 @@ func (d *Driver) fill(p *warmPool) {
 	}
 }
 
-// takeWarm removes and returns a ready sandbox for spec, or nil, and
-// starts the refill.
+// takeWarm removes and returns a ready sandbox for spec, or nil. The
+// attempt that takes it starts the refill (refillWarm) once its start is
+// past.
 func (d *Driver) takeWarm(spec *sandbox.Spec) *warmSlot {
 	key, ok := sandbox.KeyOf(spec)
 	if !ok {
@@ -237,61 +203,57 @@ func (d *Driver) takeWarm(spec *sandbox.Spec) *warmSlot {
 	}
 	s := p.ready[0]
 	p.ready = p.ready[1:]
-	d.fillLocked(p)
 	return s
+}
+
+// warmRefillDelay is how long after a warm attempt's start its pool's
+// refill begins, if the attempt has not ended by then.
+const warmRefillDelay = time.Second
+
+// refillWarm starts the refill of key's pool, if it still wants sandboxes.
+func (d *Driver) refillWarm(key sandbox.WarmKey) {
+	w := &d.warm
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p := w.pools[key.CacheDir]; p != nil && p.key == key {
+		d.fillLocked(p)
+	}
 }
 
 // warmDir holds the slots' directories, on the work directories'
 // filesystem, so that a slot can be renamed to an attempt's WorkDir.
 func (d *Driver) warmDir() string { return d.cfg.WarmDir }
 
-// bootWarm creates and starts one sandbox for key. On error the returned
-// slot, when not nil, is what must be destroyed.
+// bootWarm boots one sandbox for key and waits until its launcher runs.
+// On error the returned slot, when not nil, is what must be destroyed.
 func (d *Driver) bootWarm(key sandbox.WarmKey) (*warmSlot, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), runscTimeout)
-	defer cancel()
-	s := &warmSlot{id: "warm-" + strings.ToLower(rand.Text()[:16]), pidfd: -1}
+	s := &warmSlot{key: key, id: "warm-" + strings.ToLower(rand.Text()[:16])}
 	s.dir = filepath.Join(d.warmDir(), s.id)
 	spec := sandbox.Spec{AttemptID: s.id, RootFS: key.RootFS, CacheDir: key.CacheDir, CPU: key.CPU,
 		MemoryMB: key.MemoryMB, PidsLimit: key.PidsLimit, StorageBytes: key.StorageBytes, CacheBytes: key.CacheBytes, WorkDir: s.dir,
-		Args: []string{sandbox.ContainerDirs().Scratch + "/" + warmInitName}}
+		Args: []string{launcherPath}}
 	host, err := sandbox.PrepareEmpty(&spec, &sandbox.Owner{UID: RunnerUID, GID: RunnerGID}, sandbox.ContainerDirs())
 	if err != nil {
 		return nil, errors.Join(err, sandbox.RemoveWorkDir(s.dir))
 	}
-	initPath := filepath.Join(host.Scratch, warmInitName)
-	if err := os.WriteFile(initPath, pauseELF, 0o555); err != nil {
-		return nil, errors.Join(err, sandbox.RemoveWorkDir(s.dir))
-	}
 	bundle := filepath.Join(s.dir, "bundle")
-	if err := writeBundle(bundle, bundleParams{Spec: &spec, Host: host, CgroupsPath: d.cgroupPath(s.id),
-		NoFile: d.cfg.NoFile, PidsOverhead: d.cfg.PidsOverhead}); err != nil {
+	launcher := filepath.Join(bundle, "launcher")
+	err = writeBundle(bundle, bundleParams{Spec: &spec, Host: host, CgroupsPath: d.cgroupPath(s.id),
+		NoFile: d.cfg.NoFile, PidsOverhead: d.cfg.PidsOverhead, Launcher: launcher})
+	if err == nil {
+		err = os.WriteFile(launcher, launcherELF(), 0o555)
+	}
+	if err != nil {
 		return nil, errors.Join(err, sandbox.RemoveWorkDir(s.dir))
 	}
-	pidFile := filepath.Join(bundle, "sandbox.pid")
+	s.logPath = filepath.Join(bundle, "runsc.log")
 	// From here a container and a cgroup may exist: the caller destroys s.
-	if err := d.runsc.execQuiet(ctx, filepath.Join(bundle, "create.err"), "create", "--bundle", bundle, "--pid-file", pidFile, s.id); err != nil {
-		return s, err
+	if s.resident, err = startResident(d.cfg.RunscPath, d.runsc.warmRunArgs(bundle, s.logPath, s.id), bundle); err != nil {
+		return s, fmt.Errorf("boot warm sandbox: %w", err)
 	}
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		return s, fmt.Errorf("sandbox pid: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return s, fmt.Errorf("sandbox pid: %w", err)
-	}
-	// A pidfd names this process for good: the kill after the attempt
-	// cannot reach another process that reused the number.
-	if s.pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
-		return s, fmt.Errorf("open sandbox pidfd: %w", err)
-	}
-	if err := d.runsc.execQuiet(ctx, filepath.Join(bundle, "start.err"), "start", s.id); err != nil {
-		return s, err
-	}
-	// The init has loaded the program; the runner will not see it.
-	if err := os.Remove(initPath); err != nil {
-		return s, err
+	if err := s.waitReady(runscTimeout); err != nil {
+		msg, _ := runscErrors(s.logPath)
+		return s, fmt.Errorf("boot warm sandbox: %w: %s", err, msg)
 	}
 	return s, nil
 }
@@ -299,10 +261,28 @@ func (d *Driver) bootWarm(key sandbox.WarmKey) (*warmSlot, error) {
 // destroyWarm stops and removes a sandbox that ran no attempt (a dropped
 // pool, a failed boot) with its directory.
 func (d *Driver) destroyWarm(s *warmSlot) {
-	s.closePidfd()
-	d.teardown(context.Background(), s.id, d.log.With("warm_id", s.id))
+	log := d.log.With("warm_id", s.id)
+	s.end(d, false, log)
 	if err := sandbox.RemoveWorkDir(s.dir); err != nil {
-		d.log.Warn("remove warm slot", "warm_id", s.id, "err", err)
+		log.Warn("remove warm slot", "err", err)
+	}
+}
+
+// end stops the slot's sandbox if it still runs, waits for its `runsc
+// run`, removes the container and its cgroup, and closes the driver's
+// pipes. clean says the runner exited by itself and runsc reported no
+// error: `runsc run` then removed the container itself.
+func (s *warmSlot) end(d *Driver, clean bool, log *slog.Logger) {
+	if s.resident != nil {
+		s.closeLaunch() // a launcher still waiting reads no command and exits
+	}
+	if clean {
+		d.teardownAfterCleanExit(s.id, log)
+	} else {
+		d.teardown(context.Background(), s.id, log)
+	}
+	if s.resident != nil {
+		s.close(warmKillWait, log)
 	}
 }
 
@@ -332,65 +312,4 @@ func (d *Driver) resumeWarm() {
 	d.warm.mu.Lock()
 	d.warm.stopped = false
 	d.warm.mu.Unlock()
-}
-
-// writeProcess writes the runner's process spec for `runsc exec --process`:
-// the process a cold start's config.json would hold.
-func writeProcess(path string, p bundleParams) error {
-	b, err := json.Marshal(ociSpec(p).Process)
-	if err != nil {
-		return fmt.Errorf("encode process.json: %w", err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return fmt.Errorf("write process.json: %w", err)
-	}
-	return nil
-}
-
-func (s *warmSlot) closePidfd() {
-	if s.pidfd >= 0 {
-		unix.Close(s.pidfd)
-		s.pidfd = -1
-	}
-}
-
-// killSandbox SIGKILLs the sandbox process and waits until it is gone, so
-// that nothing the runner started can still write to its directories.
-func (s *warmSlot) killSandbox(timeout time.Duration) error {
-	if err := s.signalKill(); err != nil {
-		return err
-	}
-	return s.waitGone(timeout)
-}
-
-// signalKill sends SIGKILL to the sandbox process.
-func (s *warmSlot) signalKill() error {
-	if s.pidfd < 0 {
-		return errors.New("no sandbox pidfd")
-	}
-	if err := unix.PidfdSendSignal(s.pidfd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
-		return fmt.Errorf("kill sandbox: %w", err)
-	}
-	return nil
-}
-
-// waitGone waits until the sandbox process has exited.
-func (s *warmSlot) waitGone(timeout time.Duration) error {
-	if s.pidfd < 0 {
-		return errors.New("no sandbox pidfd")
-	}
-	fds := []unix.PollFd{{Fd: int32(s.pidfd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, int(timeout.Milliseconds()))
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("wait for sandbox: %w", err)
-		}
-		if n == 0 {
-			return errors.New("sandbox still running after SIGKILL")
-		}
-		return nil
-	}
 }

@@ -50,7 +50,7 @@ func waitWarm(ctx context.Context, d *Driver, key sandbox.WarmKey, n int, limit 
 
 func skipWithoutWarm(t *testing.T) {
 	if !WarmSupported() {
-		t.Skip("warm sandboxes need an x86-64 host (the pause program)")
+		t.Skip("warm sandboxes need an x86-64 host (the launcher is x86-64 code)")
 	}
 }
 
@@ -81,7 +81,7 @@ func TestWarmIsolation(t *testing.T) {
 	first := f.Spec(t, sandboxtest.Payload{
 		Interfaces: true,
 		WriteFile:  []string{sandboxtest.RunnerPath + ".new", dirs.PayloadFile(), dirs.Scratch + "/left-behind"},
-		ReadFile:   []string{"/proc/self/status"},
+		ReadFile:   []string{"/proc/self/status", "/proc/self/stat"},
 	})
 	key, _ := sandbox.KeyOf(&first)
 	ctx := context.Background()
@@ -120,6 +120,11 @@ func TestWarmIsolation(t *testing.T) {
 	}
 	if status := r.Reads["/proc/self/status"]; !strings.Contains(status, "CapEff:\t0000000000000000") {
 		t.Errorf("capabilities: want none effective, got:\n%s", status)
+	}
+	// The runner is the sandbox's init, as in a cold start: the launcher
+	// exec'd it in its own place.
+	if stat := r.Reads["/proc/self/stat"]; !strings.HasPrefix(stat, "1 (") {
+		t.Errorf("the runner is not the sandbox's process 1: /proc/self/stat %q", stat)
 	}
 	// The result and the scratch file are in the attempt's own WorkDir.
 	if _, err := os.Stat(filepath.Join(first.WorkDir, sandbox.ScratchDirName, "left-behind")); err != nil {

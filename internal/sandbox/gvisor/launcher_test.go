@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
+	"github.com/skiffhq/skiff/internal/testenv"
 	"github.com/skiffhq/skiff/internal/testlog"
 )
 
@@ -21,11 +22,11 @@ import (
 func TestLauncherCodeMatchesSource(t *testing.T) {
 	as, err := exec.LookPath("as")
 	if err != nil {
-		t.Skip("needs the GNU assembler (binutils)")
+		testenv.Skip(t, "needs the GNU assembler (binutils; scripts/setup.sh installs gcc, which brings it)")
 	}
 	objcopy, err := exec.LookPath("objcopy")
 	if err != nil {
-		t.Skip("needs objcopy (binutils)")
+		testenv.Skip(t, "needs objcopy (binutils)")
 	}
 	dir := t.TempDir()
 	obj, bin := filepath.Join(dir, "launcher.o"), filepath.Join(dir, "launcher.bin")

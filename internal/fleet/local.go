@@ -38,6 +38,9 @@ type Local struct {
 
 	mu     sync.Mutex
 	warmed map[string]string // project id -> rootfs of the revision its pool is for
+	// warmImages is project id -> the image of the revision its pool is
+	// for: the image sweep keeps them (WarmImages).
+	warmImages map[string]string
 }
 
 // DataSourceFetcher fetches a data source onto the host and holds it until
@@ -114,6 +117,10 @@ func (l *Local) Prepare(ctx context.Context, hostID string, pu *store.Push) erro
 			l.warmed = map[string]string{}
 		}
 		l.warmed[pu.ProjectID] = img.RootFS
+		if l.warmImages == nil {
+			l.warmImages = map[string]string{}
+		}
+		l.warmImages[pu.ProjectID] = pu.ImageDigest
 		l.mu.Unlock()
 	}
 	return nil

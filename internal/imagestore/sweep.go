@@ -45,7 +45,11 @@ type Sweeper struct {
 	// Pinned lists images in use on this machine that the store does not
 	// know of (the local host's warm pools); nil: none.
 	Pinned func() []string
-	Log    *slog.Logger
+	// Prune, when set, runs after a round that removed layouts, to free
+	// what only they held (the builder's blob pool, whose blobs the
+	// layouts hard-link).
+	Prune func(ctx context.Context) (int, error)
+	Log   *slog.Logger
 }
 
 // SweepResult counts what a round deleted.
@@ -58,6 +62,16 @@ type SweepResult struct {
 // only the owner deletes blobs and forgets images; every controller
 // removes its own layouts of images past their grace.
 func (s *Sweeper) Sweep(ctx context.Context, owner bool) (SweepResult, error) {
+	res, err := s.sweep(ctx, owner)
+	if res.Layouts > 0 && s.Prune != nil {
+		if _, perr := s.Prune(ctx); perr != nil {
+			err = errors.Join(err, fmt.Errorf("prune the build blob pool: %w", perr))
+		}
+	}
+	return res, err
+}
+
+func (s *Sweeper) sweep(ctx context.Context, owner bool) (SweepResult, error) {
 	var res SweepResult
 	now := s.Clock.Now()
 	cutoff := now.Add(-cmp.Or(s.Retention, DefaultRetention))

@@ -204,4 +204,8 @@ type ArtifactsConfig struct {
 	StoreURL, S3Endpoint, S3Region string
 	AllowPrivate                   bool
 	JobRetention                   time.Duration // 0: store.DefaultJobRetention
+	// ImageRetention is how long an image nothing refers to is kept
+	// (0: imagestore.DefaultRetention); the image sweep runs every
+	// ImageSweepInterval (0: a minute).
+	ImageRetention, ImageSweepInterval time.Duration
 }

@@ -1,0 +1,176 @@
+package e2e_test
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/skiffhq/skiff/internal/build/buildtest"
+	"github.com/skiffhq/skiff/internal/httpapi/apitest"
+	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
+)
+
+// TestImagesStayBounded pushes 20 revisions of a project to the real
+// binary with a short --image-retention: the controller's image layouts
+// stay bounded (the latest revision's, and the one a running attempt
+// uses), and the image of the revision an attempt still runs is never
+// deleted under it, however many sweeps pass; once that job is over its
+// image goes too.
+func TestImagesStayBounded(t *testing.T) {
+	buildtest.RequireTools(t)
+	runner, err := os.ReadFile(sandboxtest.BuildRunner(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := buildtest.DataDir(t)
+	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--host-slots", "1", "--host-warm", "0",
+		"--image-retention", "2s", "--image-sweep-interval", "200ms")
+	key := strings.TrimSpace(skiff(t, nil, "admin", "create-key", "--data-dir", dir, "--account", "img").stdout)
+	skiff(t, nil, "admin", "grant-credit", "--data-dir", dir, "--account", "img", "--usd", "20")
+	c := srv.client(t, key)
+	c.Post(t, "/api/v1/projects", map[string]any{"name": "img"}).Want(t, http.StatusCreated)
+	images := filepath.Join(dir, "images")
+
+	first := pushRevision(t, c, runner, 1)
+	job := c.Post(t, "/api/v1/jobs", map[string]any{"project": "img", "runner_command": []string{"/runner"},
+		"payload":      json.RawMessage(sandboxtest.Payload{SleepMS: 120_000}.Encode(t)),
+		"requirements": map[string]any{"cpu": 1, "memory_mb": 256}}).Object(t, http.StatusCreated)["id"].(string)
+	running := func() bool {
+		ts := c.Get(t, "/api/v1/jobs/"+job+"/tasks").Object(t, http.StatusOK)["tasks"].([]any)
+		return len(ts) == 1 && ts[0].(map[string]any)["status"] == "running"
+	}
+	waitFor(t, time.Minute, "the job's task to run", running)
+
+	one := dirBytes(t, filepath.Join(images, hexOf(first)))
+	var last string
+	most := int64(0)
+	for i := 2; i <= 20; i++ {
+		last = pushRevision(t, c, runner, i)
+		most = max(most, dirBytes(t, images))
+		if _, err := os.Stat(filepath.Join(images, hexOf(first), "index.json")); err != nil {
+			t.Fatalf("after revision %d: the running attempt's image: %v", i, err)
+		}
+	}
+	t.Logf("one image: %d bytes; most under %s while pushing: %d bytes (%.1f images)", one, images, most, float64(most)/float64(one))
+	// The sweep removes the 18 between; the first stays while its attempt runs.
+	waitFor(t, time.Minute, "only the latest revision's and the running attempt's images to remain", func() bool {
+		return slices.Equal(layouts(t, images), sortedHex(first, last))
+	})
+	if n := dirBytes(t, images); n > 3*one {
+		entries, _ := os.ReadDir(images)
+		var sizes []string
+		for _, e := range entries {
+			sizes = append(sizes, fmt.Sprintf("%s: %d", e.Name(), dirBytes(t, filepath.Join(images, e.Name()))))
+		}
+		t.Errorf("%d bytes under %s with two images of %d bytes: %v", n, images, one, sizes)
+	}
+	if !running() {
+		t.Fatal("the job's task no longer runs: the check above did not happen under a running attempt")
+	}
+	c.Put(t, "/api/v1/jobs/"+job+"/cancel", map[string]any{}).Want(t, http.StatusOK)
+	waitJSON(t, c, "/api/v1/jobs/"+job, time.Minute, jobEnded)
+	waitFor(t, time.Minute, "the finished job's image to be deleted", func() bool {
+		return slices.Equal(layouts(t, images), []string{hexOf(last)})
+	})
+	if code := srv.stop(t, 30*time.Second); code != 0 {
+		t.Errorf("exit: %d", code)
+	}
+}
+
+// pushRevision pushes revision i of project "img" (the test runner and a
+// MiB of its own random bytes), waits until it is published and returns
+// its image digest.
+func pushRevision(t *testing.T, c *apitest.Client, runner []byte, i int) string {
+	t.Helper()
+	body := tarball(t, map[string]string{
+		"Dockerfile":         "FROM scratch\nCOPY runner /runner\nCOPY pad /pad\nWORKDIR /app\n",
+		"skiff.project.json": `{"version": 1, "runtime": {"kind": "oci", "sandbox": "gvisor", "workdir": "/app"}, "entrypoint": {"command": ["/runner"]}}`,
+		"runner":             string(runner),
+		"pad":                fmt.Sprintf("revision %d\n%s", i, rand.Text()+strings.Repeat(rand.Text(), 1<<15)),
+	})
+	var rec struct {
+		StatusURL string `json:"status_url"`
+	}
+	c.Do(t, apitest.Request{Method: http.MethodPost, Path: "/api/v1/projects/img/push", Body: body,
+		Header: http.Header{"Content-Type": {"application/gzip"}}}).JSON(t, http.StatusAccepted, &rec)
+	m := waitJSON(t, c, rec.StatusURL, time.Minute, func(m map[string]any) bool { return m["terminal"] == true })
+	d, _ := m["image_digest"].(string)
+	if m["status"] != "published" || !strings.HasPrefix(d, "sha256:") {
+		t.Fatalf("revision %d: %v", i, m)
+	}
+	return d
+}
+
+func hexOf(digest string) string { return strings.TrimPrefix(digest, "sha256:") }
+
+func sortedHex(digests ...string) []string {
+	out := make([]string, len(digests))
+	for i, d := range digests {
+		out[i] = hexOf(d)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// layouts lists the image layouts under dir, sorted.
+func layouts(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && len(e.Name()) == 64 {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// dirBytes is the size of the regular files under dir, each file once
+// however many hard links it has (layouts link the builder's blob pool).
+func dirBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	seen := map[uint64]bool{}
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			if seen[st.Ino] {
+				return nil
+			}
+			seen[st.Ino] = true
+		}
+		n += info.Size()
+		return nil
+	})
+	return n
+}
+
+// waitFor polls ok until it holds, failing t after within.
+func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -40,7 +40,7 @@ func TestServerLeavesNoCgroups(t *testing.T) {
 	skiff(t, nil, "admin", "grant-credit", "--data-dir", dir, "--account", "cg", "--usd", "5")
 	c := srv.client(t, key)
 	publishRunner(t, c, "cg", runner)
-	runQuickJob(t, c)
+	runQuickJob(t, c, "cg")
 	if n := cgroupDirs(t, dir); n == 0 {
 		t.Fatal("no cgroup dirs while the server ran a job: is this test counting the right ones?")
 	}
@@ -56,7 +56,7 @@ func TestServerLeavesNoCgroups(t *testing.T) {
 	// and they would keep its cgroups busy.
 	killArgs := append(args, "--host-warm", "0")
 	srv = startServer(t, nil, killArgs...)
-	runQuickJob(t, srv.client(t, key))
+	runQuickJob(t, srv.client(t, key), "cg")
 	if err := srv.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestServerLeavesNoCgroups(t *testing.T) {
 
 	// And the killed server restarts on its data dir and stops cleanly.
 	srv = startServer(t, nil, killArgs...)
-	runQuickJob(t, srv.client(t, key))
+	runQuickJob(t, srv.client(t, key), "cg")
 	if code := srv.stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit: %d", code)
 	}
@@ -86,10 +86,10 @@ func TestServerLeavesNoCgroups(t *testing.T) {
 	}
 }
 
-// runQuickJob runs one job of the published runner "cg" to completion.
-func runQuickJob(t *testing.T, c *apitest.Client) {
+// runQuickJob runs one job of project's published runner to completion.
+func runQuickJob(t *testing.T, c *apitest.Client, project string) {
 	t.Helper()
-	job := c.Post(t, "/api/v1/jobs", map[string]any{"project": "cg", "runner_command": []string{"/runner"},
+	job := c.Post(t, "/api/v1/jobs", map[string]any{"project": project, "runner_command": []string{"/runner"},
 		"payload": json.RawMessage(sandboxtest.Payload{Stdout: "hi"}.Encode(t)), "requirements": map[string]any{"cpu": 1, "memory_mb": 256}}).
 		Object(t, http.StatusCreated)
 	done := waitJSON(t, c, "/api/v1/jobs/"+job["id"].(string), time.Minute, jobEnded)

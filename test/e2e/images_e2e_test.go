@@ -174,3 +174,56 @@ func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestHostImageCacheStaysBounded: an enrolled host (the real `skiff host`)
+// with --image-cache-gb runs a job on each of 20 revisions while a task of
+// the first runs on: its image cache stays under the limit, least recently
+// used images go, and the running task's image stays.
+func TestHostImageCacheStaysBounded(t *testing.T) {
+	buildtest.RequireTools(t)
+	runner, err := os.ReadFile(sandboxtest.BuildRunner(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := buildtest.DataDir(t)
+	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--no-local-host")
+	admin := func(args ...string) string { return runAdmin(t, []string{"--data-dir", dir}, args...) }
+	key := admin("create-key", "--account", "img")
+	admin("grant-credit", "--account", "img", "--usd", "20")
+	const limit = 12 << 20 // three images of the runner and a MiB of their own
+	hostDir := filepath.Join(t.TempDir(), "host")
+	startHost(t, "--controller", srv.URL, "--data-dir", hostDir, "--cpus", "2", "--memory-gb", "2", "--slots", "2",
+		"--lease-wait", "5s", "--image-cache-gb", fmt.Sprint(float64(limit)/(1<<30)),
+		"--code-file", codeFile(t, admin("create-enrollment", "--name", "h")))
+	c := srv.client(t, key)
+	c.Post(t, "/api/v1/projects", map[string]any{"name": "img"}).Want(t, http.StatusCreated)
+	cache := filepath.Join(hostDir, "images")
+
+	first := pushRevision(t, c, runner, 1)
+	job := c.Post(t, "/api/v1/jobs", map[string]any{"project": "img", "runner_command": []string{"/runner"},
+		"payload":      json.RawMessage(sandboxtest.Payload{SleepMS: 120_000}.Encode(t)),
+		"requirements": map[string]any{"cpu": 1, "memory_mb": 256}}).Object(t, http.StatusCreated)["id"].(string)
+	running := func() bool {
+		ts := c.Get(t, "/api/v1/jobs/"+job+"/tasks").Object(t, http.StatusOK)["tasks"].([]any)
+		return len(ts) == 1 && ts[0].(map[string]any)["status"] == "running"
+	}
+	waitFor(t, time.Minute, "the job's task to run", running)
+	most := int64(0)
+	for i := 2; i <= 20; i++ {
+		pushRevision(t, c, runner, i)
+		runQuickJob(t, c, "img")
+		n := dirBytes(t, cache)
+		most = max(most, n)
+		if n > limit+1<<16 {
+			t.Errorf("after revision %d: %d bytes in the host's image cache, over its %d", i, n, limit)
+		}
+		if _, err := os.Stat(filepath.Join(cache, hexOf(first), "rootfs")); err != nil {
+			t.Fatalf("after revision %d: the running task's image: %v", i, err)
+		}
+	}
+	t.Logf("most in the host's image cache: %d bytes of %d", most, limit)
+	if !running() {
+		t.Fatal("the first job no longer runs: the checks above did not happen under a running task")
+	}
+	c.Put(t, "/api/v1/jobs/"+job+"/cancel", map[string]any{}).Want(t, http.StatusOK)
+}

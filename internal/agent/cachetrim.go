@@ -41,6 +41,11 @@ func (at *attempt) releasePins() {
 	}
 }
 
+// TrimCaches trims the caches as after an attempt's preparation: for what
+// fills the image cache outside attempts (the controller's own host
+// unpacks each revision it prepares).
+func (a *Agent) TrimCaches(ctx context.Context) { a.trimCaches(ctx) }
+
 // trimCaches removes least recently used entries no attempt uses until the
 // caches hold at most ImageCacheBytes. One trim at a time: a second caller
 // finds the first one doing its work.

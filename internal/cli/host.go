@@ -38,10 +38,6 @@ type hostIdentity struct {
 	Name       string `json:"name"`
 }
 
-// DefaultImageCacheGB bounds a host's image and input caches: a few dozen
-// revisions' images, without filling a disk lent for tasks.
-const DefaultImageCacheGB = 20
-
 type remoteHostFlags struct {
 	controllers, code, dataDir string
 	codeFile                   string
@@ -49,7 +45,6 @@ type remoteHostFlags struct {
 	cpus, memoryGB             float64
 	gpus, slots                int
 	storageGB, gpuMemoryMB     int64
-	imageCacheGB               float64
 	runsc, driver              string
 	gpuDriverDir               string
 	allowUnisolated            bool
@@ -82,7 +77,6 @@ func runHost(ctx context.Context, e *env, args []string) error {
 	fs.Int64Var(&f.gpuMemoryMB, "gpu-memory-mb", 0, "memory of each GPU in MiB, for requirements.gpu_memory_mb (0: nvidia-smi's)")
 	fs.Int64Var(&f.storageGB, "storage-gb", 0, "disk in GiB lent to each task, for requirements.storage_gb (0: what is free under --data-dir)")
 	fs.IntVar(&f.slots, "slots", 0, "tasks run at once (0: one per lent CPU)")
-	fs.Float64Var(&f.imageCacheGB, "image-cache-gb", DefaultImageCacheGB, "GiB of unpacked images and artifact inputs kept cached under --data-dir; past it the least recently used go, never one a running task uses (0: unbounded)")
 	fs.StringVar(&f.runsc, "runsc", build.DefaultRunscPath, "gVisor runsc")
 	fs.StringVar(&f.driver, "driver", "gvisor", "sandbox: gvisor, or process (NOT a sandbox; needs --allow-unisolated, tests only)")
 	fs.BoolVar(&f.allowUnisolated, "allow-unisolated", false, "let --driver=process run tasks unsandboxed")
@@ -127,8 +121,8 @@ func runHost(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 
-	if f.storageGB < 0 || f.gpuMemoryMB < 0 || f.imageCacheGB < 0 {
-		return errors.New("--storage-gb, --gpu-memory-mb and --image-cache-gb must not be negative")
+	if f.storageGB < 0 || f.gpuMemoryMB < 0 {
+		return errors.New("--storage-gb and --gpu-memory-mb must not be negative")
 	}
 	// Measured before enrolling, so that the profile the controller keeps
 	// for the host carries its single-core score.
@@ -203,7 +197,7 @@ func runHost(ctx context.Context, e *env, args []string) error {
 		InputRoot:       filepath.Join(base, "inputs"),
 		CacheRoot:       filepath.Join(base, "cache"),
 		Slots:           slots,
-		ImageCacheBytes: int64(f.imageCacheGB * (1 << 30)),
+		ImageCacheBytes: gib(f.data.imageCacheGB),
 		Profile:         prof,
 		Capacity:        agentproto.Capacity{CPU: cpus, MemoryMB: int64(memGB * 1024), StorageGB: storageGB},
 		GPU:             gpus,

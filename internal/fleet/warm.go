@@ -55,6 +55,10 @@ func (l *Local) Drop(_ context.Context, hostID, projectID string) {
 	l.mu.Lock()
 	delete(l.warmed, projectID)
 	delete(l.warmImages, projectID)
+	if release := l.warmPins[projectID]; release != nil {
+		release()
+		delete(l.warmPins, projectID)
+	}
 	l.mu.Unlock()
 }
 

@@ -140,6 +140,10 @@ type HostConfig struct {
 	ProjectCacheBytes, ProjectCacheMountBytes int64
 	// CacheMountsMaxBytes caps all cache mounts together (0: no cap).
 	CacheMountsMaxBytes int64
+	// ImageCacheBytes caps the local host's image and input caches
+	// together, least recently used first (agent.Config.ImageCacheBytes;
+	// 0: no cap).
+	ImageCacheBytes int64
 }
 
 // FairConfig is the build queue's shape and the per-account caps.

@@ -20,11 +20,12 @@ import (
 )
 
 // TestImagesStayBounded pushes 20 revisions of a project to the real
-// binary with a short --image-retention: the controller's image layouts
-// stay bounded (the latest revision's, and the one a running attempt
-// uses), and the image of the revision an attempt still runs is never
-// deleted under it, however many sweeps pass; once that job is over its
-// image goes too.
+// binary with a short --image-retention, running a job on each: the
+// controller's image layouts stay bounded (the latest revision's, and the
+// one a running attempt uses), its local host's image cache stays under
+// --image-cache-gb, and the image of the revision an attempt still runs is
+// never deleted under it, however many sweeps pass; once that job is over
+// its image goes too.
 func TestImagesStayBounded(t *testing.T) {
 	buildtest.RequireTools(t)
 	runner, err := os.ReadFile(sandboxtest.BuildRunner(t))
@@ -32,8 +33,9 @@ func TestImagesStayBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := buildtest.DataDir(t)
-	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--host-slots", "1", "--host-warm", "0",
-		"--image-retention", "2s", "--image-sweep-interval", "200ms")
+	const hostLimit = 12 << 20 // its local host's image cache: three images
+	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--host-slots", "2", "--host-warm", "0",
+		"--image-retention", "2s", "--image-sweep-interval", "200ms", "--image-cache-gb", fmt.Sprint(float64(hostLimit)/(1<<30)))
 	key := strings.TrimSpace(skiff(t, nil, "admin", "create-key", "--data-dir", dir, "--account", "img").stdout)
 	skiff(t, nil, "admin", "grant-credit", "--data-dir", dir, "--account", "img", "--usd", "20")
 	c := srv.client(t, key)
@@ -51,16 +53,26 @@ func TestImagesStayBounded(t *testing.T) {
 	waitFor(t, time.Minute, "the job's task to run", running)
 
 	one := dirBytes(t, filepath.Join(images, hexOf(first)))
+	hostCache := filepath.Join(dir, "host", "images")
 	var last string
-	most := int64(0)
+	most, mostHost := int64(0), int64(0)
 	for i := 2; i <= 20; i++ {
 		last = pushRevision(t, c, runner, i)
+		runQuickJob(t, c, "img") // the local host unpacks it
 		most = max(most, dirBytes(t, images))
+		mostHost = max(mostHost, dirBytes(t, hostCache))
 		if _, err := os.Stat(filepath.Join(images, hexOf(first), "index.json")); err != nil {
 			t.Fatalf("after revision %d: the running attempt's image: %v", i, err)
 		}
+		if _, err := os.Stat(filepath.Join(hostCache, hexOf(first), "rootfs")); err != nil {
+			t.Fatalf("after revision %d: the running attempt's unpacked image: %v", i, err)
+		}
 	}
-	t.Logf("one image: %d bytes; most under %s while pushing: %d bytes (%.1f images)", one, images, most, float64(most)/float64(one))
+	t.Logf("one image: %d bytes; most under %s while pushing: %d bytes (%.1f images); most in the local host's cache: %d of %d",
+		one, images, most, float64(most)/float64(one), mostHost, hostLimit)
+	if mostHost > hostLimit+1<<16 {
+		t.Errorf("the local host's image cache held %d bytes, over its %d", mostHost, hostLimit)
+	}
 	// The sweep removes the 18 between; the first stays while its attempt runs.
 	waitFor(t, time.Minute, "only the latest revision's and the running attempt's images to remain", func() bool {
 		return slices.Equal(layouts(t, images), sortedHex(first, last))

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/skiffhq/skiff/internal/artifact"
+	"github.com/skiffhq/skiff/internal/artifact/s3test"
 	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/imagestore"
 	"github.com/skiffhq/skiff/internal/store"
@@ -28,24 +29,33 @@ import (
 // reference, its layout and the blobs only it used go, and the newer
 // revision's image stays whole in the blob store.
 func TestSweepDeletesUnreferencedImages(t *testing.T) {
+	local := func(t *testing.T) artifact.Blob {
+		b, err := artifact.NewLocal(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
 	for _, eng := range storetest.Engines() {
 		t.Run(eng.Name, func(t *testing.T) {
 			if eng.Skip != "" {
 				testenv.Skip(t, eng.Skip)
 			}
-			testSweep(t, eng.Open(t))
+			testSweep(t, eng.Open(t), local(t))
 		})
 	}
+	// The shared store of several controllers: S3 (a real versitygw).
+	t.Run("sqlite+s3", func(t *testing.T) {
+		testSweep(t, storetest.OpenSQLite(t), s3test.Start(t).Blob(t, "skiff/images"))
+	})
 }
 
-func testSweep(t *testing.T, db store.Store) {
+func testSweep(t *testing.T, db store.Store, blob artifact.Blob) {
 	ctx := t.Context()
-	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	// The blob stores date their content by the real clock, which the
+	// sweep compares with its own: the fake one starts now.
+	now := time.Now().UTC()
 	clk := clock.NewFake(now)
-	blob, err := artifact.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	shared := &imagestore.Shared{Root: dir, Blob: blob, Clock: clk, Refresh: 30 * time.Minute}
 	base, err := random.Image(2048, 2)
@@ -182,4 +192,54 @@ func publishPush(t *testing.T, db store.Store, p *store.Project, digest string, 
 		t.Fatal(err)
 	}
 	return pu
+}
+
+// TestPublishRewritesOldBlobs: a blob the store holds already is written
+// again when its copy is older than Refresh (so that the sweep, which
+// spares blobs younger than its retention, never deletes a layer a new
+// image reuses), and left alone when it is younger.
+func TestPublishRewritesOldBlobs(t *testing.T) {
+	ctx := t.Context()
+	blob, err := artifact.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Now().UTC())
+	dir := t.TempDir()
+	shared := &imagestore.Shared{Root: dir, Blob: blob, Clock: clk, Refresh: time.Hour}
+	base, err := random.Image(1024, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := base.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared0, _ := layers[0].Digest()
+	modTime := func() time.Time {
+		t.Helper()
+		info, err := blob.Stat(ctx, shared0.Hex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.ModTime
+	}
+	for i, advance := range []time.Duration{0, 30 * time.Minute, 2 * time.Hour} {
+		clk.Advance(advance)
+		before := time.Time{}
+		if i > 0 {
+			before = modTime()
+		}
+		time.Sleep(10 * time.Millisecond) // the blob store's clock is the real one
+		_, d := writeImage(t, dir, base)
+		if err := shared.Publish(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		switch after := modTime(); {
+		case i == 1 && !after.Equal(before):
+			t.Errorf("a shared layer younger than Refresh was written again")
+		case i == 2 && !after.After(before):
+			t.Errorf("a shared layer older than Refresh was not written again")
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skiffhq/skiff/internal/artifact"
 	"github.com/skiffhq/skiff/internal/build"
 	"github.com/skiffhq/skiff/internal/imagestore"
 	"github.com/skiffhq/skiff/internal/project"
@@ -36,27 +37,16 @@ func (s *Server) startImageSweeps(builder project.ImageBuilder) {
 	if s.shared.images != nil {
 		sw.Blob = s.shared.images.Blob
 	}
-	interval := cmp.Or(s.cfg.Artifacts.ImageSweepInterval, time.Minute)
+	// The artifact sweeper's loop: one task, each round a sweep (which
+	// deletes what is due, however much); n counts layouts and blobs.
 	loop := func(owner bool) func(ctx context.Context) {
-		return func(ctx context.Context) {
-			t := time.NewTimer(0)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
-				res, err := sw.Sweep(ctx, owner)
-				if err != nil && ctx.Err() == nil {
-					sw.Log.Error("image sweep failed", "err", err)
-				}
-				if res.Layouts > 0 || res.Blobs > 0 {
-					sw.Log.Info("image sweep", "layouts_removed", res.Layouts, "blobs_deleted", res.Blobs)
-				}
-				t.Reset(interval)
-			}
-		}
+		sweeper := &artifact.Sweeper{Interval: cmp.Or(s.cfg.Artifacts.ImageSweepInterval, time.Minute),
+			MaxBatchesPerRound: 1, Logger: sw.Log, Tasks: []artifact.SweepTask{{Name: "images",
+				Run: func(ctx context.Context, _ int) (int, error) {
+					res, err := sw.Sweep(ctx, owner)
+					return res.Layouts + res.Blobs, err
+				}}}}
+		return sweeper.Run
 	}
 	s.runDuty(dutyImages, loop(true))
 	if s.duties.shared {

@@ -43,14 +43,7 @@ func TestImagesStayBounded(t *testing.T) {
 	images := filepath.Join(dir, "images")
 
 	first := pushRevision(t, c, runner, 1)
-	job := c.Post(t, "/api/v1/jobs", map[string]any{"project": "img", "runner_command": []string{"/runner"},
-		"payload":      json.RawMessage(sandboxtest.Payload{SleepMS: 120_000}.Encode(t)),
-		"requirements": map[string]any{"cpu": 1, "memory_mb": 256}}).Object(t, http.StatusCreated)["id"].(string)
-	running := func() bool {
-		ts := c.Get(t, "/api/v1/jobs/"+job+"/tasks").Object(t, http.StatusOK)["tasks"].([]any)
-		return len(ts) == 1 && ts[0].(map[string]any)["status"] == "running"
-	}
-	waitFor(t, time.Minute, "the job's task to run", running)
+	job, running := startLongJob(t, c)
 
 	one := dirBytes(t, filepath.Join(images, hexOf(first)))
 	hostCache := filepath.Join(dir, "host", "images")
@@ -96,6 +89,22 @@ func TestImagesStayBounded(t *testing.T) {
 	if code := srv.stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit: %d", code)
 	}
+}
+
+// startLongJob submits a job of project "img" whose one task sleeps two
+// minutes, waits until the task runs and returns the job's id and a check
+// that it still runs.
+func startLongJob(t *testing.T, c *apitest.Client) (string, func() bool) {
+	t.Helper()
+	job := c.Post(t, "/api/v1/jobs", map[string]any{"project": "img", "runner_command": []string{"/runner"},
+		"payload":      json.RawMessage(sandboxtest.Payload{SleepMS: 120_000}.Encode(t)),
+		"requirements": map[string]any{"cpu": 1, "memory_mb": 256}}).Object(t, http.StatusCreated)["id"].(string)
+	running := func() bool {
+		ts := c.Get(t, "/api/v1/jobs/"+job+"/tasks").Object(t, http.StatusOK)["tasks"].([]any)
+		return len(ts) == 1 && ts[0].(map[string]any)["status"] == "running"
+	}
+	waitFor(t, time.Minute, "the job's task to run", running)
+	return job, running
 }
 
 // pushRevision pushes revision i of project "img" (the test runner and a
@@ -212,14 +221,7 @@ func TestHostImageCacheStaysBounded(t *testing.T) {
 	cache := filepath.Join(hostDir, "images")
 
 	first := pushRevision(t, c, runner, 1)
-	job := c.Post(t, "/api/v1/jobs", map[string]any{"project": "img", "runner_command": []string{"/runner"},
-		"payload":      json.RawMessage(sandboxtest.Payload{SleepMS: 120_000}.Encode(t)),
-		"requirements": map[string]any{"cpu": 1, "memory_mb": 256}}).Object(t, http.StatusCreated)["id"].(string)
-	running := func() bool {
-		ts := c.Get(t, "/api/v1/jobs/"+job+"/tasks").Object(t, http.StatusOK)["tasks"].([]any)
-		return len(ts) == 1 && ts[0].(map[string]any)["status"] == "running"
-	}
-	waitFor(t, time.Minute, "the job's task to run", running)
+	job, running := startLongJob(t, c)
 	most := int64(0)
 	for i := 2; i <= 20; i++ {
 		pushRevision(t, c, runner, i)

@@ -46,6 +46,22 @@ type Job struct {
 	// output_persisted (see JobSummary); it is final once the job is.
 	Summary json.RawMessage `json:"summary"`
 	Error   *string         `json:"error"`
+	// CheckpointSummary is present when the job has checkpointing enabled.
+	CheckpointSummary *JobCheckpointSummary `json:"checkpoint_summary,omitempty"`
+}
+
+// JobCheckpointSummary counts a checkpointing job's tasks by checkpoint
+// state (spec 2.4): those that reported a checkpoint, those whose latest
+// attempt resumed from one, and, of the checkpoints kept as artifacts
+// (artifact_path), those pending (their attempt runs), published and
+// failed.
+type JobCheckpointSummary struct {
+	TaskCount          int64 `json:"task_count"`
+	TasksCheckpointed  int64 `json:"tasks_checkpointed"`
+	TasksResumed       int64 `json:"tasks_resumed"`
+	ArtifactsPending   int64 `json:"artifacts_pending"`
+	ArtifactsPublished int64 `json:"artifacts_published"`
+	ArtifactsFailed    int64 `json:"artifacts_failed"`
 }
 
 // JobListEntry is one job of GET /api/v1/jobs: the job object without its
@@ -133,11 +149,14 @@ type JobOutput struct {
 // TaskList answers GET /api/v1/jobs/:id/tasks: one page of the job's tasks
 // in index order.
 type TaskList struct {
-	Tasks  []Task `json:"tasks"`
-	Count  int    `json:"count"` // tasks on this page
-	Total  int64  `json:"total"` // the job's tasks (task_count)
-	Limit  int    `json:"limit"`
-	Offset int    `json:"offset"`
+	Tasks []Task `json:"tasks"`
+	// Count is the job's tasks (task_count), as the spec's {tasks, count}
+	// reads; the page holds len(Tasks). Total says the same, kept for
+	// clients that read it.
+	Count  int   `json:"count"`
+	Total  int64 `json:"total"`
+	Limit  int   `json:"limit"`
+	Offset int   `json:"offset"`
 }
 
 // Paging of GET /api/v1/jobs/:id/tasks (limit 1-TaskPageMaxLimit).
@@ -258,8 +277,25 @@ type ResourceProfile struct {
 // JobEventList answers GET /api/v1/jobs/:id/events.
 type JobEventList struct {
 	Events []JobEvent `json:"events"`
-	Count  int        `json:"count"`
+	Count  int        `json:"count"` // events on this page
+	Limit  int        `json:"limit"`
+	Order  string     `json:"order"` // EventsOldest or EventsNewest
+	// Next is the address of the following page (the same query with the
+	// cursor moved), absent when this page is the last; NextCursor is that
+	// cursor alone: the after= of the next oldest-first page, the before=
+	// of the next newest-first one.
+	Next       string `json:"next,omitempty"`
+	NextCursor int64  `json:"next_cursor,omitempty"`
 }
+
+// The orders of GET /api/v1/jobs/:id/events, and its paging (limit 1 to
+// EventPageMaxLimit, EventPageDefaultLimit by default).
+const (
+	EventsOldest          = "oldest"
+	EventsNewest          = "newest"
+	EventPageDefaultLimit = 200
+	EventPageMaxLimit     = 1000
+)
 
 // JobEvent is one lifecycle event of a job, oldest first.
 type JobEvent struct {
@@ -337,7 +373,7 @@ type ResultCommon struct {
 type JobResult struct {
 	ResultCommon
 	Results     []ResultTask `json:"results"`
-	Count       int          `json:"count"`        // tasks on this page
+	Count       int          `json:"count"`        // the job's tasks (task_count); the page holds len(Results)
 	ResultCount int          `json:"result_count"` // tasks with a result, whole job
 	OutputCount int          `json:"output_count"` // tasks with stdout, whole job
 	Limit       int          `json:"limit"`
@@ -361,11 +397,14 @@ type ResultTask struct {
 	Output           string          `json:"output"`
 	OutputPresent    bool            `json:"output_present"`
 	Error            *string         `json:"error"`
-	ChunkIndex       *int            `json:"chunk_index,omitempty"`
-	ChunkCount       *int            `json:"chunk_count,omitempty"`
-	SeedRange        json.RawMessage `json:"seed_range,omitempty"`
-	StartedAt        *time.Time      `json:"started_at"`
-	CompletedAt      *time.Time      `json:"completed_at"`
+	// ProjectContentHash is the content hash of the project revision the
+	// job ran on (the same for every task of a job).
+	ProjectContentHash *string         `json:"project_content_hash,omitempty"`
+	ChunkIndex         *int            `json:"chunk_index,omitempty"`
+	ChunkCount         *int            `json:"chunk_count,omitempty"`
+	SeedRange          json.RawMessage `json:"seed_range,omitempty"`
+	StartedAt          *time.Time      `json:"started_at"`
+	CompletedAt        *time.Time      `json:"completed_at"`
 }
 
 // ResultListEntry is one job of GET /api/v1/results. With include_tasks it
@@ -391,8 +430,7 @@ type ResultList struct {
 	Limit   int               `json:"limit"`
 	Offset  int               `json:"offset"`
 	// AppliedFilters echoes the filters used, defaults included (status);
-	// Ignored names accepted parameters that do not filter (user_id,
-	// recipe_*).
+	// Ignored names accepted parameters that do not filter (recipe_*).
 	AppliedFilters ResultFilters     `json:"applied_filters"`
 	ResultGuide    map[string]string `json:"result_guide"`
 	// GroupBy and Groups answer group_by: every job the filters select
@@ -414,13 +452,16 @@ type ResultGroup struct {
 
 // ResultFilters are the filters of GET /api/v1/results as applied.
 type ResultFilters struct {
-	Status       []string `json:"status"`
-	JobIDs       []string `json:"job_ids,omitempty"`
-	Project      *string  `json:"project,omitempty"`
-	ClientRef    *string  `json:"client_ref,omitempty"`
-	Tag          *string  `json:"tag,omitempty"`
-	Type         *string  `json:"type,omitempty"`
-	Since        *string  `json:"since,omitempty"`
+	Status    []string `json:"status"`
+	JobIDs    []string `json:"job_ids,omitempty"`
+	Project   *string  `json:"project,omitempty"`
+	ClientRef *string  `json:"client_ref,omitempty"`
+	Tag       *string  `json:"tag,omitempty"`
+	Type      *string  `json:"type,omitempty"`
+	Since     *string  `json:"since,omitempty"`
+	// UserID is the account whose jobs are listed when user_id was sent:
+	// its acct_ id, whether user_id named it by id or name.
+	UserID       *string  `json:"user_id,omitempty"`
 	IncludeTasks bool     `json:"include_tasks"`
 	Ignored      []string `json:"ignored,omitempty"`
 }

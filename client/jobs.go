@@ -111,10 +111,67 @@ func (c *Client) JobOutput(ctx context.Context, id string) (*apiv1.JobOutput, er
 	return &out, c.get(ctx, "/api/v1/jobs/"+esc(id)+"/output", nil, &out)
 }
 
-// JobEvents lists a job's lifecycle events, oldest first.
-func (c *Client) JobEvents(ctx context.Context, id string) ([]apiv1.JobEvent, error) {
+// EventQuery selects a page of a job's events: oldest first after After,
+// or newest first (Newest) before Before; Limit 0 is the server's default.
+type EventQuery struct {
+	After, Before int64
+	Newest        bool
+	Limit         int
+}
+
+// JobEventPage reads one page of a job's lifecycle events; its NextCursor
+// (0 on the last page) is the next page's After (Before when Newest).
+func (c *Client) JobEventPage(ctx context.Context, id string, q EventQuery) (*apiv1.JobEventList, error) {
+	v := url.Values{}
+	if q.After > 0 {
+		v.Set("after", strconv.FormatInt(q.After, 10))
+	}
+	if q.Before > 0 {
+		v.Set("before", strconv.FormatInt(q.Before, 10))
+	}
+	if q.Newest {
+		v.Set("order", apiv1.EventsNewest)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
 	var out apiv1.JobEventList
-	return out.Events, c.get(ctx, "/api/v1/jobs/"+esc(id)+"/events", nil, &out)
+	return &out, c.get(ctx, "/api/v1/jobs/"+esc(id)+"/events", v, &out)
+}
+
+// Events yields a job's lifecycle events in q's order, page after page,
+// from q's cursor to the end.
+func (c *Client) Events(ctx context.Context, id string, q EventQuery) iter.Seq2[apiv1.JobEvent, error] {
+	return func(yield func(apiv1.JobEvent, error) bool) {
+		if q.Limit == 0 {
+			q.Limit = apiv1.EventPageMaxLimit
+		}
+		for {
+			page, err := c.JobEventPage(ctx, id, q)
+			if err != nil {
+				yield(apiv1.JobEvent{}, err)
+				return
+			}
+			for _, e := range page.Events {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if page.NextCursor == 0 {
+				return
+			}
+			if q.Newest {
+				q.Before = page.NextCursor
+			} else {
+				q.After = page.NextCursor
+			}
+		}
+	}
+}
+
+// JobEvents lists all of a job's lifecycle events, oldest first.
+func (c *Client) JobEvents(ctx context.Context, id string) ([]apiv1.JobEvent, error) {
+	return Collect(c.Events(ctx, id, EventQuery{}))
 }
 
 // JobMetrics reads a job's timing figures.

@@ -32,7 +32,8 @@
 #
 # - Node.js and npm from Debian when `node` is missing, and the npm test
 #   harnesses installed by `npm ci` from their committed package-lock.json:
-#   test/payments (anvil, solc, @x402/*, mppx, viem), test/sse (eventsource)
+#   test/payments (anvil, solc, @x402/*, mppx, viem), test/sse (eventsource),
+#   test/mcp (@modelcontextprotocol/sdk)
 #   and test/openapi (Redocly, openapi-typescript, openapi-fetch,
 #   html-validate). A stamp of each lockfile's hash makes it run only when
 #   the lock changes.
@@ -230,7 +231,7 @@ configure_containers() {
 
 ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-# The npm test harnesses (test/*: the payment clients, the SSE client, the
+# The npm test harnesses (test/*: the payment clients, the SSE client, the MCP client, the
 # OpenAPI linter, generated client and HTML validator) need
 # Node.js and npm: Debian's, when they are absent.
 install_node() {
@@ -274,6 +275,7 @@ configure_containers
 install_node
 npm_ci test/payments
 npm_ci test/sse
+npm_ci test/mcp
 npm_ci test/openapi
 
 if ((${#did[@]} == 0)); then

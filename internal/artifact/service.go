@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -49,6 +50,10 @@ type Config struct {
 	// Fetcher gets external artifacts' bytes (externalhttp.Fetcher over
 	// HTTP); nil: external inputs cannot be fetched.
 	Fetcher Fetcher
+	// SpoolDir holds external artifacts fetched for a user's download
+	// while they are checked and sent; "" is the system's temporary
+	// directory.
+	SpoolDir string
 }
 
 // Fetcher opens an external artifact's URL, refusing every address that
@@ -70,13 +75,14 @@ type Service struct {
 
 	allowPrivate bool
 	fetcher      Fetcher
+	spoolDir     string
 }
 
 // New builds the service, filling in defaults.
 func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, blob: cfg.Blob, clock: cfg.Clock, log: cfg.Logger,
 		maxUp: cfg.MaxUploadBytes, quota: cfg.QuotaBytes, grace: cfg.Grace, allowPrivate: cfg.AllowPrivate,
-		fetcher: cfg.Fetcher}
+		fetcher: cfg.Fetcher, spoolDir: cfg.SpoolDir}
 	if s.maxUp <= 0 {
 		s.maxUp = DefaultMaxUploadBytes
 	}
@@ -88,6 +94,9 @@ func New(cfg Config) *Service {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.spoolDir == "" {
+		s.spoolDir = os.TempDir()
 	}
 	return s
 }

@@ -29,6 +29,9 @@ type Service struct {
 	store store.Store
 	clock clock.Clock
 	rates PriceSource
+	// quoteAttrs gives the attrs a shortfall quote is stored with (its
+	// x402 requirements, when payments are on); nil: none.
+	quoteAttrs func(*store.Quote) []byte
 }
 
 // New returns a billing service pricing at the rates p gives; nil prices
@@ -38,6 +41,16 @@ func New(s store.Store, c clock.Clock, p PriceSource) *Service {
 		p = StaticRates(DefaultRates)
 	}
 	return &Service{store: s, clock: c, rates: p}
+}
+
+// WithQuoteAttrs returns a copy of s whose shortfall quotes are stored
+// with the attrs f gives (payment.Service.Attrs: attrs.x402_payment_required,
+// as a top-up quote has), so that a client can pay a shortfall from the
+// quote alone, as it pays a top-up.
+func (s *Service) WithQuoteAttrs(f func(*store.Quote) []byte) *Service {
+	c := *s
+	c.quoteAttrs = f
+	return &c
 }
 
 // Rates are the current market rates.

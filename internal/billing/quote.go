@@ -36,10 +36,13 @@ func (s *Service) Shortfall(ctx context.Context, accountID string, neededMicros 
 		return nil
 	}
 	now := s.clock.Now()
-	q, err := s.store.QuoteCreate(ctx, &store.QuoteCreateParams{
-		ID: id.New(id.Quote), AccountID: accountID, QuoteType: QuoteJobShortfall, AmountMicros: short,
-		Description: what, ExpiresAt: now.Add(QuoteTTL), Now: now,
-	})
+	p := &store.QuoteCreateParams{ID: id.New(id.Quote), AccountID: accountID, QuoteType: QuoteJobShortfall, AmountMicros: short,
+		Description: what, ExpiresAt: now.Add(QuoteTTL), Now: now}
+	if s.quoteAttrs != nil {
+		p.Attrs = s.quoteAttrs(&store.Quote{ID: p.ID, AccountID: accountID, QuoteType: p.QuoteType, AmountMicros: short,
+			Description: what, ExpiresAt: p.ExpiresAt})
+	}
+	q, err := s.store.QuoteCreate(ctx, p)
 	if err != nil {
 		return fmt.Errorf("shortfall quote: %w", err)
 	}

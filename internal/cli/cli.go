@@ -52,6 +52,7 @@ func commands() []command {
 		{"balance", "the account's balance", runBalance},
 		{"ledger", "the account's ledger entries", runLedger},
 		{"topup", "pay a top-up quote with your wallet over x402", runTopup},
+		{"mcp", "serve Skiff's tools to an agent host over MCP on stdio", runMCP},
 		{"version", "print the version", func(_ context.Context, e *env, _ []string) error {
 			fmt.Fprintln(e.stdout, Version)
 			return nil

@@ -12,7 +12,7 @@ func TestClientHelp(t *testing.T) {
 	for _, args := range [][]string{{"login"}, {"logout"}, {"whoami"}, {"init"}, {"push"}, {"status"}, {"run"},
 		{"results"}, {"balance"}, {"ledger"}, {"topup"}, {"project", "create"}, {"project", "ls"}, {"project", "show"},
 		{"project", "rm"}, {"project", "prepare"}, {"kv", "get"}, {"kv", "put"}, {"kv", "ls"}, {"kv", "rm"},
-		{"jobs", "ls"}, {"jobs", "show"}, {"jobs", "cancel"}, {"jobs", "watch"}, {"jobs", "logs"}, {"jobs", "tasks"},
+		{"jobs", "ls"}, {"jobs", "show"}, {"jobs", "cancel"}, {"jobs", "watch"}, {"jobs", "logs"}, {"jobs", "tasks"}, {"jobs", "events"},
 		{"artifacts", "put"}, {"artifacts", "get"}, {"artifacts", "ls"}, {"artifacts", "rm"}} {
 		r := skiff(t, nil, append(args, "--help")...)
 		if r.code != 0 || !strings.Contains(r.stderr, "Usage: skiff "+strings.Join(args, " ")) || !strings.Contains(r.stderr, "-json") {

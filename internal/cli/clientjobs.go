@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/skiffhq/skiff/apiv1"
 	"github.com/skiffhq/skiff/client"
+	"github.com/skiffhq/skiff/internal/termsafe"
 )
 
 func runJobs(ctx context.Context, e *env, args []string) error {
@@ -21,8 +23,10 @@ Commands:
   watch JOB       follow a job live until it ends, then show its result
   logs JOB        print the tasks' output and the last failure's stderr
   tasks JOB       list a job's tasks
+  events JOB      list a job's lifecycle events (--newest, --limit, --after)
 `, args, map[string]func(context.Context, *env, []string) error{
 		"ls": jobsList, "show": jobsShow, "cancel": jobsCancel, "watch": jobsWatch, "logs": jobsLogs, "tasks": jobsTasks,
+		"events": jobsEvents,
 	})
 }
 
@@ -184,6 +188,46 @@ func jobsTasks(ctx context.Context, e *env, args []string) error {
 			exit = fmt.Sprint(*t.ExitCode)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%.1fs\t%d\t%s\n", t.Index, t.Status, exit, t.RuntimeS, len(t.Attempts), progressText(t.LatestProgress))
+	}
+	return tw.Flush()
+}
+
+func jobsEvents(ctx context.Context, e *env, args []string) error {
+	fs := e.newFlags("jobs events JOB [--newest] [--limit N] [--after POS]",
+		"Lists a job's lifecycle events by position, oldest first, reading every page (--limit caps how many).")
+	var cf clientFlags
+	newest := fs.Bool("newest", false, "newest first")
+	limit := fs.Int("limit", 0, "at most this many events (0: all)")
+	after := fs.Int64("after", 0, "only events after this position (oldest first), or before it with --newest")
+	pos, c, _, err := e.clientCommand(fs, &cf, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	q := client.EventQuery{Newest: *newest}
+	if *newest {
+		q.Before = *after
+	} else {
+		q.After = *after
+	}
+	var events []apiv1.JobEvent
+	for ev, err := range c.Events(ctx, pos[0], q) {
+		if err != nil {
+			return err
+		}
+		events = append(events, ev)
+		if *limit > 0 && len(events) == *limit {
+			break
+		}
+	}
+	if cf.json {
+		return printJSON(e.stdout, events)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POSITION\tTIME\tKIND\tTASK\tDATA")
+	for _, ev := range events {
+		task := cmp.Or(ev.TaskID, "-")
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ev.Position, ev.CreatedAt.UTC().Format(time.RFC3339), termsafe.Text(ev.Kind),
+			termsafe.Text(task), termsafe.Text(string(ev.Data)))
 	}
 	return tw.Flush()
 }

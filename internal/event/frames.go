@@ -90,11 +90,7 @@ func (s *Streams) JobStream(ctx context.Context, j *store.Job) *Spec {
 
 // jobObject is the job object with its summary.
 func (s *Streams) jobObject(ctx context.Context, j *store.Job) (*apiv1.Job, error) {
-	summary, err := s.cfg.Views.SummaryOf(ctx, j)
-	if err != nil {
-		return nil, err
-	}
-	return jobview.JobView(j, summary), nil
+	return s.cfg.Views.JobObject(ctx, j)
 }
 
 // jobSnapshot reads a job stream's snapshot.
@@ -269,7 +265,11 @@ func (s *Streams) watchView(ctx context.Context, j *store.Job) (*apiv1.Job, *api
 		return nil, nil, err
 	}
 	res := jobview.ResultCommonView(j, summary)
-	return jobview.JobView(j, summary), &res, nil
+	v := jobview.JobView(j, summary)
+	if err := s.cfg.Views.AddCheckpointSummary(ctx, j, v); err != nil {
+		return nil, nil, err
+	}
+	return v, &res, nil
 }
 
 func (s *Streams) watchJobFrame(ctx context.Context, j *store.Job, e *store.JobEvent) (apiv1.JobFrame, error) {

@@ -112,7 +112,8 @@ func TestStreamResumePoint(t *testing.T) {
 	if _, _, err := f.jobs.Cancel(t.Context(), f.account, j.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := f.views.Events(t.Context(), j, 100)
+	evPage, err := f.views.Events(t.Context(), j, store.JobEventPageParams{Limit: 100})
+	evs := evPage.Events
 	if err != nil || len(evs) < 2 {
 		t.Fatalf("events: got %d, %v; want the submission and the cancel at least", len(evs), err)
 	}

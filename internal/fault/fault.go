@@ -25,6 +25,7 @@ const (
 	KindRangeNotSatisfiable Kind = "range_not_satisfiable" // 416
 	KindRateLimited         Kind = "rate_limited"          // 429
 	KindUnavailable         Kind = "unavailable"           // not ready or dependency down (503)
+	KindBadGateway          Kind = "bad_gateway"           // a remote the caller named failed or sent what it may not (502)
 	KindQuotaExceeded       Kind = "quota_exceeded"        // 507
 	KindUpgradeRequired     Kind = "upgrade_required"      // the peer's protocol version is not ours (426)
 	KindInternal            Kind = "internal"              // a bug or an infrastructure failure (500)

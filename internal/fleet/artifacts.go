@@ -51,6 +51,11 @@ func (c *Controller) OpenInput(ctx context.Context, token, attemptID, artifactID
 		return nil, nil, err
 	}
 	art, err := c.st.ArtifactGetByID(ctx, artifactID)
+	if err == nil && !ok {
+		// A resumed attempt's published checkpoint: a file its own task
+		// uploaded (job.Service's checkpointInput).
+		ok = art.JobID == a.JobID && art.TaskID == a.TaskID
+	}
 	if !ok || errors.Is(err, store.ErrNotFound) {
 		return nil, nil, fault.New(fault.KindNotFound, "not_found", "", "artifact %s is not an input of attempt %s", artifactID, a.ID)
 	}

@@ -289,3 +289,56 @@ func TestArtifactExternalRefusedAtFetch(t *testing.T) {
 		t.Errorf("job: got %s (%s), want failed on fetching the input", j.Status, tasks[0].ErrorText)
 	}
 }
+
+// A checkpoint kept as an artifact: the failed attempt's artifact_path is
+// uploaded and published on the task's checkpoint, and the resumed retry
+// reads that file from its inputs (real agent, real sandbox).
+func TestArtifactCheckpointResumes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOptions{})
+	h.host(1)
+	const inPath = "/run/skiff/payload/inputs/step-7.ckpt"
+	j := h.wait(h.submit(apiv1.JobSubmit{MaxRetries: ptr[int64](1),
+		Checkpointing: &apiv1.JobCheckpointing{Enabled: ptr(true), ResumeFromLatest: ptr(true)},
+		Payload: payload(t, sandboxtest.Payload{Progress: []string{`{"checkpoint":{"step":7,"artifact_path":"ckpt/step-7.ckpt"}}`},
+			Artifacts: map[string]string{"ckpt/step-7.ckpt": "weights@7"}, ReadFile: []string{inPath}, ExitUnlessResumed: 1})}), 2*time.Minute)
+	tasks, atts := h.tasks(j)
+	if j.Status != store.JobCompleted || len(atts) != 2 {
+		t.Fatalf("job %s after %d attempts (%s), want completed on the resumed retry", j.Status, len(atts), tasks[0].ErrorText)
+	}
+	var cp struct {
+		Step          int    `json:"step"`
+		ArtifactID    string `json:"artifact_id"`
+		Source        string `json:"artifact_source"`
+		PublishStatus string `json:"publish_status"`
+		PublishedAt   string `json:"published_at"`
+	}
+	if err := json.Unmarshal(tasks[0].Checkpoint, &cp); err != nil || cp.PublishStatus != "published" || cp.Source != "local" || cp.PublishedAt == "" {
+		t.Fatalf("checkpoint: got %s, want published", tasks[0].Checkpoint)
+	}
+	// The retry checkpoints again: the task's checkpoint is its upload.
+	a, err := h.st.ArtifactGetByID(context.Background(), cp.ArtifactID)
+	if err != nil || a.Kind != store.ArtifactOutput || a.TaskID != tasks[0].ID || string(h.read(t, a)) != "weights@7" {
+		t.Fatalf("checkpoint artifact %s: got %+v, %v; want the retry's upload of the file", cp.ArtifactID, a, err)
+	}
+	r := sandboxtest.DecodeReport(t, tasks[0].Result)
+	if got := r.Reads[inPath]; got != "weights@7" {
+		t.Errorf("resumed runner read %q from %s, want the checkpoint file", got, inPath)
+	}
+	var p struct {
+		Resume struct {
+			ArtifactID string `json:"artifact_id"`
+		} `json:"_resume"`
+		Artifacts struct {
+			LocalPaths []string `json:"local_paths"`
+		} `json:"_artifacts"`
+	}
+	if err := json.Unmarshal(r.Payload, &p); err != nil || len(p.Artifacts.LocalPaths) != 1 || p.Artifacts.LocalPaths[0] != inPath {
+		t.Fatalf("resumed payload: got %s, want _resume and local_paths [%s]", r.Payload, inPath)
+	}
+	// What it resumed from: the failed attempt's upload.
+	first, err := h.st.ArtifactGetByID(context.Background(), p.Resume.ArtifactID)
+	if err != nil || first.Kind != store.ArtifactFailedOutput || first.TaskID != tasks[0].ID || first.ID == cp.ArtifactID {
+		t.Errorf("_resume.artifact_id %s: got %+v, %v; want the failed attempt's upload", p.Resume.ArtifactID, first, err)
+	}
+}

@@ -247,6 +247,9 @@ func writeRequest(rt httpapi.Route, name string, check apitest.Check) apitest.Re
 		req.Body = map[string]any{"code": "cek_" + strings.Repeat("A", 52), "cpus": 1, "memory_gb": 1}
 	case "POST /api/v1/jobs":
 		req.Body = map[string]any{"project": name, "runner_command": []string{"/runner"}}
+	case "POST /mcp":
+		req.Body = map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+		req.Header = http.Header{"Accept": {"application/json, text/event-stream"}}
 	case "POST /api/v1/auth/wallet/challenge":
 		req.Body = map[string]any{"wallet_address": "0x" + strings.Repeat("0", 40)}
 	case "POST /api/v1/auth/wallet/verify":

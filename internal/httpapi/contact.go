@@ -81,20 +81,35 @@ func isFormPost(r *http.Request) bool {
 }
 
 // feedbackSubmit stores a report. It needs no credentials; valid ones tie
-// the report to their account, and invalid ones are refused rather than
-// silently dropped, so a client learns its token is wrong.
+// the report to their account, and invalid ones file it anonymously (the
+// answer's message says the token was not recognised).
 func (s *Server) feedbackSubmit(w http.ResponseWriter, r *http.Request) error {
-	if err := s.rateLimit(w, "feedback", limitCheck{s.limits.feedback, s.clientKey(r), "client_ip"}); err != nil {
-		return err
-	}
+	// The endpoint needs no auth (spec 4): a token links the report to its
+	// account, and a stale, revoked or malformed one files it anonymously
+	// rather than losing it (the answer says so). A store failure while
+	// checking the token is still an error.
 	var accountID string
+	tokenIgnored := false
 	if h := r.Header.Get("Authorization"); h != "" {
 		p, err := s.auth.Authenticate(r.Context(), h)
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="skiff"`)
+		switch {
+		case err == nil:
+			accountID = p.Account.ID
+		case fault.Is(err, fault.KindUnauthenticated):
+			tokenIgnored = true
+		default:
 			return err
 		}
-		accountID = p.Account.ID
+	}
+	// A linked report is limited per account, an anonymous one per client
+	// address: the MCP tools send feedback from the server's own loopback
+	// address for every agent, and must not share one bucket.
+	check := limitCheck{s.limits.feedback, s.clientKey(r), "client_ip"}
+	if accountID != "" {
+		check = limitCheck{s.limits.feedback, "account:" + accountID, "account"}
+	}
+	if err := s.rateLimit(w, "feedback", check); err != nil {
+		return err
 	}
 	var body struct {
 		Type        string          `json:"type"`
@@ -114,7 +129,17 @@ func (s *Server) feedbackSubmit(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusCreated, apiv1.FeedbackResponse{
 		ID: f.ID, Status: "received", Type: string(f.Type), Title: f.Title, JobID: f.JobID,
 		AccountLinked: f.AccountID != "", CreatedAt: f.CreatedAt.UTC().Format(time.RFC3339),
-		Message: "Thank you. The operator reads every report; there is no reply channel here, so include how to reach you if you want one.",
+		Message: feedbackMessage(tokenIgnored),
 	})
 	return nil
+}
+
+// feedbackMessage thanks the reporter, and tells one whose token was not
+// recognised that the report was filed without an account.
+func feedbackMessage(tokenIgnored bool) string {
+	const thanks = "Thank you. The operator reads every report; there is no reply channel here, so include how to reach you if you want one."
+	if tokenIgnored {
+		return "Your bearer token was not recognised (expired, revoked or malformed), so this report was filed anonymously. " + thanks
+	}
+	return thanks
 }

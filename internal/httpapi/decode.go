@@ -12,7 +12,8 @@ import (
 	"github.com/skiffhq/skiff/internal/fault"
 )
 
-// MaxJSONBody bounds every JSON request body.
+// MaxJSONBody bounds every JSON request body but a job submission's
+// (submit.MaxSubmitBodyBytes, MaxBatchBodyBytes) and those with their own.
 const MaxJSONBody = 1 << 20
 
 // decodeJSON reads a JSON object body into v. Unknown fields are ignored
@@ -66,6 +67,10 @@ func decodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, optional boo
 	}
 	if raw == nil {
 		return nil, nil, fault.Invalid("not_an_object", "Send a JSON object.", "request body must be a JSON object")
+	}
+	if m, ok := v.(*map[string]json.RawMessage); ok {
+		*m = raw // the fields are all the caller asked for: decode once
+		return raw, exact, nil
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError

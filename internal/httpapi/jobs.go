@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,8 +26,6 @@ const (
 	jobListDefaultLimit = 50
 	jobListMaxLimit     = 200
 	maxListIDs          = 200
-	eventsDefaultLimit  = 200
-	eventsMaxLimit      = 1000
 	maxCancelReason     = 500
 	maxOffset           = math.MaxInt32
 )
@@ -41,11 +40,20 @@ func (s *Server) jobFor(r *http.Request, param string) (*store.Job, error) {
 
 // jobObject renders the job object with its summary.
 func (s *Server) jobObject(ctx context.Context, j *store.Job) (*apiv1.Job, error) {
-	summary, err := s.views.SummaryOf(ctx, j)
+	v, err := s.views.JobObject(ctx, j)
 	if err != nil {
 		return nil, err
 	}
-	return jobview.JobView(j, summary), nil
+	if v.RecommendedAction == nil {
+		advice, err := s.views.PlacementAdvice(ctx, j)
+		if err != nil {
+			return nil, err
+		}
+		if advice != "" {
+			v.RecommendedAction = &advice
+		}
+	}
+	return v, nil
 }
 
 // admittedJobObject renders a job just submitted: as admitted when its
@@ -53,7 +61,10 @@ func (s *Server) jobObject(ctx context.Context, j *store.Job) (*apiv1.Job, error
 func (s *Server) admittedJobObject(ctx context.Context, j *store.Job, hold *store.Hold) (*apiv1.Job, error) {
 	if hold != nil {
 		if summary, err := jobview.AdmittedSummary(j, hold); err == nil {
-			return jobview.JobView(j, summary), nil
+			v := jobview.JobView(j, summary)
+			// Just admitted: no task has checkpointed yet.
+			v.CheckpointSummary = jobview.CheckpointSummaryView(j, store.CheckpointCounts{})
+			return v, nil
 		}
 		// Admitted all the same: read the summary.
 	}
@@ -72,9 +83,9 @@ const (
 // request's Idempotency-Key with the hash (sha256, hex) of the exact body it
 // came with: a resend must send the same bytes. No header, or an empty one,
 // is no key.
-func decodeSubmission(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, job.Idempotency, error) {
+func decodeSubmission(w http.ResponseWriter, r *http.Request, maxBytes int64) (map[string]json.RawMessage, job.Idempotency, error) {
 	var raw map[string]json.RawMessage
-	_, body, err := decodeJSONBody(w, r, &raw, false)
+	_, body, err := decodeJSONLimit(w, r, &raw, false, maxBytes)
 	if err != nil {
 		return nil, job.Idempotency{}, err
 	}
@@ -94,7 +105,7 @@ func decodeSubmission(w http.ResponseWriter, r *http.Request) (map[string]json.R
 // body answers the job the first request created (201, Idempotent-Replayed:
 // true) and another body with the same key a 409.
 func (s *Server) jobSubmit(w http.ResponseWriter, r *http.Request) error {
-	raw, key, err := decodeSubmission(w, r)
+	raw, key, err := decodeSubmission(w, r, submit.MaxSubmitBodyBytes)
 	if err != nil {
 		return err
 	}
@@ -126,7 +137,7 @@ func (s *Server) jobSubmit(w http.ResponseWriter, r *http.Request) error {
 // tried again), and another body with the same key is a 409 that admits
 // nothing (job.Service.CheckBatchKey).
 func (s *Server) jobBatch(w http.ResponseWriter, r *http.Request) error {
-	raw, key, err := decodeSubmission(w, r)
+	raw, key, err := decodeSubmission(w, r, submit.MaxBatchBodyBytes)
 	if err != nil {
 		return err
 	}
@@ -204,13 +215,15 @@ type jobFilters struct {
 	params  store.JobListParams
 	project string // as asked, "" for none
 	since   string // as parsed, RFC 3339
+	userID  string // the account user_id named, "" without one
 	// noMatch is set when a filter can match nothing (an unknown project):
 	// the answer is an empty page without asking the store.
 	noMatch bool
 }
 
 // parseJobFilters reads status, project, type, tag, since and ids (and
-// job_id and client_ref when extended). Statuses default to defStatuses.
+// job_id, client_ref and user_id when extended: user_id names the account
+// whose jobs are listed, another account's only for an admin key). Statuses default to defStatuses.
 func (s *Server) parseJobFilters(r *http.Request, defStatuses []store.JobStatus, extended bool) (*jobFilters, error) {
 	q := r.URL.Query()
 	f := &jobFilters{params: store.JobListParams{AccountID: principal(r.Context()).Account.ID}}
@@ -253,6 +266,14 @@ func (s *Server) parseJobFilters(r *http.Request, defStatuses []store.JobStatus,
 			ids = append(ids, v)
 		}
 		f.params.ClientRef = q.Get("client_ref")
+		if q.Get("user_id") != "" {
+			acct, err := s.namedAccount(r, "user_id",
+				"Leave out user_id, or give your own account's id: only admin keys list other accounts' results.")
+			if err != nil {
+				return nil, err
+			}
+			f.params.AccountID, f.userID = acct, acct
+		}
 	}
 	for _, id := range splitList(q.Get("ids")) {
 		if !slices.Contains(ids, id) {
@@ -367,7 +388,7 @@ func (s *Server) jobTasks(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := s.clock.Now()
-	out := apiv1.TaskList{Tasks: make([]apiv1.Task, 0, len(tasks)), Count: len(tasks), Total: j.TaskCount,
+	out := apiv1.TaskList{Tasks: make([]apiv1.Task, 0, len(tasks)), Count: int(j.TaskCount), Total: j.TaskCount,
 		Limit: limit, Offset: offset}
 	arts, err := s.views.Artifacts(r.Context(), j.ID)
 	if err != nil {
@@ -382,25 +403,67 @@ func (s *Server) jobTasks(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// jobEvents pages a job's lifecycle events by position: oldest first
+// (after=), or newest first (order=newest, before=). The answer's next is
+// the following page's address.
 func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) error {
-	limit, err := queryInt(r, "limit", eventsDefaultLimit, 1, eventsMaxLimit)
+	limit, err := queryInt(r, "limit", apiv1.EventPageDefaultLimit, 1, apiv1.EventPageMaxLimit)
 	if err != nil {
 		return err
+	}
+	after, err := queryPosition(r, "after")
+	if err != nil {
+		return err
+	}
+	before, err := queryPosition(r, "before")
+	if err != nil {
+		return err
+	}
+	order := cmp.Or(r.URL.Query().Get("order"), apiv1.EventsOldest)
+	if order != apiv1.EventsOldest && order != apiv1.EventsNewest {
+		return fault.Invalid("invalid_order", "Use order=oldest (the default, with after=) or order=newest (with before=).",
+			"order must be oldest or newest").With("field", "order")
 	}
 	j, err := s.jobFor(r, "id")
 	if err != nil {
 		return err
 	}
-	evs, err := s.views.Events(r.Context(), j, limit)
+	newest := order == apiv1.EventsNewest
+	page, err := s.views.Events(r.Context(), j, store.JobEventPageParams{After: after, Before: before, Newest: newest, Limit: limit})
 	if err != nil {
 		return err
 	}
-	out := apiv1.JobEventList{Events: make([]apiv1.JobEvent, 0, len(evs)), Count: len(evs)}
-	for _, e := range evs {
+	out := apiv1.JobEventList{Events: make([]apiv1.JobEvent, 0, len(page.Events)), Count: len(page.Events),
+		Limit: limit, Order: order}
+	for _, e := range page.Events {
 		out.Events = append(out.Events, jobview.EventView(e))
+	}
+	if page.Next > 0 {
+		q := r.URL.Query()
+		cursor := "after"
+		if newest {
+			cursor = "before"
+		}
+		q.Set(cursor, strconv.FormatInt(page.Next, 10))
+		out.Next = r.URL.Path + "?" + q.Encode()
+		out.NextCursor = page.Next
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// queryPosition reads an event position cursor: absent is 0 (no bound).
+func queryPosition(r *http.Request, name string) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fault.Invalid("invalid_cursor", "Pass an event's position (a non-negative integer), as the last page's next_cursor gives it.",
+			"%s must be a non-negative integer event position", name).With("field", name)
+	}
+	return n, nil
 }
 
 func (s *Server) jobCancel(w http.ResponseWriter, r *http.Request) error {

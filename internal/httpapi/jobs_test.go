@@ -32,7 +32,14 @@ func jobSuite() []apiCase {
 		{"cancel_queued", testCancelQueued},
 		{"edit_requirements", testEditRequirements},
 		{"execution_views", testExecutionViews},
+		{"events_paged", testJobEventsPaged},
+		{"body_caps", testJobBodyCaps},
+		{"error_bodies_match_document", testErrorBodiesMatchDocument},
+		{"placement_advice", testPlacementAdvice},
 		{"result_list", testResultList},
+		{"result_project_content_hash", testResultProjectContentHash},
+		{"result_user_id", testResultUserID},
+		{"checkpoint_artifacts", testCheckpointArtifacts},
 		{"result_groups", testResultGroups},
 	}
 }

@@ -105,7 +105,7 @@ func TestStatusOf(t *testing.T) {
 		{fault.KindPaymentRequired, 402}, {fault.KindForbidden, 403}, {fault.KindNotFound, 404},
 		{fault.KindMethod, 405}, {fault.KindConflict, 409}, {fault.KindGone, 410}, {fault.KindTooLarge, 413},
 		{fault.KindRateLimited, 429}, {fault.KindUnavailable, 503}, {fault.KindQuotaExceeded, 507},
-		{fault.KindUpgradeRequired, 426},
+		{fault.KindUpgradeRequired, 426}, {fault.KindBadGateway, 502},
 		{fault.KindInternal, 500}, {fault.Kind("made_up"), 500},
 	} {
 		if got := statusOf(tc.kind); got != tc.want {

@@ -39,14 +39,10 @@ func testProjectsCRUD(t *testing.T, f *fixture) {
 	f.e.Clock.Advance(time.Minute)
 	full := map[string]any{
 		"name":            "beta_2-x",
-		"remote_dir":      "/srv/beta",
 		"env":             map[string]string{"MODE": "fast", "_X1": ""},
 		"setup_timeout_s": 1200,
 		"runtime_kind":    "oci",
-		"image_ref":       "ghcr.io/acme/beta:1",
-		"image_digest":    "sha256:" + strings.Repeat("ab", 32),
 		"manifest":        map[string]any{"version": 1, "runtime": map[string]any{"kind": "oci", "sandbox": "gvisor"}},
-		"cache_policy":    map[string]any{"mode": "shared"},
 		"runtime_version": 3,
 	}
 	created := c.Post(t, "/api/v1/projects", full).Object(t, http.StatusCreated)
@@ -69,6 +65,16 @@ func testProjectsCRUD(t *testing.T, f *fixture) {
 	delete(got, "init_status")
 	if g, w := mustJSON(t, got), mustJSON(t, created); !jsonEqual(t, g, w) {
 		t.Errorf("GET after create:\ngot  %s\nwant %s", g, w)
+	}
+
+	// The fields Skiff refuses values of may be sent back empty, as GET
+	// shows them, and the refusal of a value says what to do instead.
+	c.Put(t, "/api/v1/projects/beta_2-x", map[string]any{"remote_dir": "", "image_ref": "", "image_digest": "",
+		"cache_policy": map[string]any{}, "setup_timeout_s": 1200}).Want(t, http.StatusOK)
+	refused := c.Put(t, "/api/v1/projects/beta_2-x", map[string]any{"image_ref": "ghcr.io/acme/beta:1"}).
+		Fail(t, http.StatusUnprocessableEntity)
+	if msg, _ := refused.Details["fields"].(map[string]any)["image_ref"].(string); !strings.Contains(msg, "not supported") || !strings.Contains(msg, "Dockerfile") {
+		t.Errorf("image_ref refused with %q, want a message saying it is not supported and what to push instead", msg)
 	}
 
 	// A 64-character name is the longest allowed.
@@ -258,9 +264,12 @@ func commonBadProjectBodies() []badBody {
 		{"env key with a hyphen", map[string]any{"name": "ok", "env": map[string]string{"BAD-KEY": "x"}}, 422, "invalid_project", "env.BAD-KEY", u},
 		{"env key reserved", map[string]any{"name": "ok", "env": map[string]string{"SKIFF_TOKEN": "x"}}, 422, "invalid_project", "env.SKIFF_TOKEN", u},
 		{"env value with NUL", map[string]any{"name": "ok", "env": map[string]string{"A": "x\x00y"}}, 422, "invalid_project", "env.A", u},
-		{"remote_dir relative", map[string]any{"name": "ok", "remote_dir": "srv/x"}, 422, "invalid_project", "remote_dir", u},
-		{"remote_dir not clean", map[string]any{"name": "ok", "remote_dir": "/srv/../etc"}, 422, "invalid_project", "remote_dir", u},
-		{"image_digest malformed", map[string]any{"name": "ok", "image_digest": "sha256:xyz"}, 422, "invalid_project", "image_digest", u},
+		// Ways of preparing a project Skiff does not have are refused, not
+		// stored and ignored (docs/builds.md).
+		{"remote_dir set", map[string]any{"name": "ok", "remote_dir": "/srv/x"}, 422, "invalid_project", "remote_dir", u},
+		{"image_ref set", map[string]any{"name": "ok", "image_ref": "ghcr.io/acme/beta:1"}, 422, "invalid_project", "image_ref", u},
+		{"image_digest set", map[string]any{"name": "ok", "image_digest": "sha256:" + strings.Repeat("ab", 32)}, 422, "invalid_project", "image_digest", u},
+		{"cache_policy set", map[string]any{"name": "ok", "cache_policy": map[string]any{"mode": "shared"}}, 422, "invalid_project", "cache_policy", u},
 		{"tarball field", map[string]any{"name": "ok", "tarball": "H4sIAAAA"}, 422, "invalid_project", "tarball", u},
 		{"content_hash field", map[string]any{"name": "ok", "content_hash": "sha256:" + strings.Repeat("0", 64)}, 422, "invalid_project", "content_hash", u},
 	}
@@ -270,7 +279,7 @@ func testProjectCreateBadInput(t *testing.T, f *fixture) {
 	cases := append(commonBadProjectBodies(),
 		badBody{"empty object", map[string]any{}, 422, "invalid_project", "name", apitest.MustViolate},
 		badBody{"name null", raw(`{"name": null}`), 422, "invalid_project", "name", apitest.MustViolate},
-		badBody{"name missing", map[string]any{"remote_dir": "/srv"}, 422, "invalid_project", "name", apitest.MustViolate},
+		badBody{"name missing", map[string]any{"setup_timeout_s": 60}, 422, "invalid_project", "name", apitest.MustViolate},
 	)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

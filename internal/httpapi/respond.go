@@ -39,6 +39,8 @@ func statusOf(k fault.Kind) int {
 		return http.StatusTooManyRequests
 	case fault.KindUnavailable:
 		return http.StatusServiceUnavailable
+	case fault.KindBadGateway:
+		return http.StatusBadGateway
 	case fault.KindQuotaExceeded:
 		return http.StatusInsufficientStorage
 	case fault.KindUpgradeRequired:
@@ -64,8 +66,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	}
 	status := statusOf(fe.Kind)
 	rid := requestID(r.Context())
-	// 507 is the caller's quota, not a failure of the service.
-	if status >= 500 && status != http.StatusInsufficientStorage {
+	// 507 is the caller's quota and 502 a remote the caller named (an
+	// external artifact's URL), not failures of the service.
+	if status >= 500 && status != http.StatusInsufficientStorage && status != http.StatusBadGateway {
 		log.ErrorContext(r.Context(), "request failed", "request_id", rid, "method", r.Method, "path", r.URL.Path,
 			"status", status, "err", err)
 	}

@@ -23,9 +23,8 @@ const (
 var terminalStatuses = []store.JobStatus{store.JobCompleted, store.JobPartial, store.JobFailed, store.JobCancelled}
 
 // ignoredResultParams are accepted by GET /results for compatibility but
-// do not filter: the list is always the caller's account's (user_id) and
-// the recipe cache is retired from the public contract.
-var ignoredResultParams = []string{"user_id", "recipe_cache_key", "recipe_cache_scope", "recipe_cache_hit"}
+// do not filter: the recipe cache is retired from the public contract.
+var ignoredResultParams = []string{"recipe_cache_key", "recipe_cache_scope", "recipe_cache_hit"}
 
 // resultGuide explains how to read a result; GET /results carries it.
 var resultGuide = map[string]string{
@@ -38,7 +37,8 @@ var resultGuide = map[string]string{
 	"error":             "The last ~1000 characters of stderr of a failed task; see GET /api/v1/jobs/{id}/tasks for attempts, exit codes and live feedback.",
 	"result_quality":    "Reserved: always null; result_warnings is always an empty list. Neither affects status.",
 	"links":             "job, tasks, stream and result address the job's other views.",
-	"ignored_filters":   "user_id, recipe_cache_key, recipe_cache_scope and recipe_cache_hit are accepted and ignored; applied_filters.ignored lists those sent.",
+	"ignored_filters":   "recipe_cache_key, recipe_cache_scope and recipe_cache_hit are accepted and ignored; applied_filters.ignored lists those sent.",
+	"user_id":           "The account whose jobs are listed, by acct_ id or name: your own by default; another account's only with an admin key (403 admin_required otherwise). applied_filters.user_id names the account's id.",
 	"groups":            "Only with group_by (status, project, type, tag or client_ref): every job the other filters select, not only this page, grouped by that field, ordered by key with null (no tag, no client_ref) last; a job with several tags counts in each. Each group has count, status_counts, cost_usd (metered so far), first_submitted_at and last_completed_at.",
 	"paging_and_limits": "limit 1-100 (default 20) and offset >= 0 page through the jobs, newest first; total counts every match.",
 }
@@ -77,10 +77,12 @@ func (s *Server) resultGet(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out.ArtifactIDs = jobview.ArtifactIDsOf(arts, "")
-	for _, t := range tasks {
-		out.Results = append(out.Results, jobview.ResultTaskWithArtifacts(t, arts))
+	if out.Results, err = s.resultTasks(r, j, tasks, arts); err != nil {
+		return err
 	}
-	out.Count = len(out.Results)
+	// count is the job's tasks, not this page's (spec 2.6 lists it beside
+	// result_count and output_count, which count the whole job too).
+	out.Count = int(j.TaskCount)
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -122,6 +124,9 @@ func (s *Server) resultList(w http.ResponseWriter, r *http.Request) error {
 	}
 	if f.since != "" {
 		applied.Since = &f.since
+	}
+	if f.userID != "" {
+		applied.UserID = &f.userID
 	}
 	for _, name := range ignoredResultParams {
 		if q.Has(name) {
@@ -211,9 +216,9 @@ func (s *Server) resultListEntry(r *http.Request, j *store.Job, includeTasks boo
 	if err != nil {
 		return apiv1.ResultListEntry{}, err
 	}
-	results := make([]apiv1.ResultTask, 0, len(tasks))
-	for _, t := range tasks {
-		results = append(results, jobview.ResultTaskWithArtifacts(t, arts))
+	results, err := s.resultTasks(r, j, tasks, arts)
+	if err != nil {
+		return apiv1.ResultListEntry{}, err
 	}
 	nr, no, err := s.views.ResultCounts(r.Context(), j)
 	if err != nil {
@@ -222,4 +227,22 @@ func (s *Server) resultListEntry(r *http.Request, j *store.Job, includeTasks boo
 	truncated := j.TaskCount > int64(len(tasks))
 	return apiv1.ResultListEntry{ResultCommon: jobview.ResultCommonView(j, summary), Results: &results,
 		ResultCount: &nr, OutputCount: &no, ResultsTruncated: &truncated}, nil
+}
+
+// resultTasks renders the result entries of tasks of job j, each with the
+// content hash of the project revision the job ran on.
+func (s *Server) resultTasks(r *http.Request, j *store.Job, tasks []*store.Task, arts []*store.Artifact) ([]apiv1.ResultTask, error) {
+	hash, err := s.views.ProjectContentHash(r.Context(), j)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]apiv1.ResultTask, 0, len(tasks))
+	for _, t := range tasks {
+		v := jobview.ResultTaskWithArtifacts(t, arts)
+		if hash != "" {
+			v.ProjectContentHash = &hash
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -32,7 +32,7 @@ var resultCommonKeys = []string{"job_id", "project", "status", "type", "client_r
 	"output_persisted", "task_count", "submitted_at", "completed_at", "error"}
 
 var resultTaskKeys = []string{"task_id", "index", "status", "payload", "result", "artifact_ids", "result_present",
-	"result_quality", "result_warnings", "output", "output_present", "error", "started_at", "completed_at"}
+	"result_quality", "result_warnings", "output", "output_present", "error", "project_content_hash", "started_at", "completed_at"}
 
 func finish(t *testing.T, f *fixture, p *store.AttemptFinishParams) {
 	t.Helper()
@@ -335,12 +335,15 @@ func testExecutionViews(t *testing.T, f *fixture) {
 		t.Errorf("result entry 1: got %s", mustJSON(t, e1))
 	}
 	c.Get(t, "/api/v1/results/"+j.ID+"?limit=1&offset=1").JSON(t, http.StatusOK, &res)
-	if res.Count != 1 || res.Results[0].Index != 1 || res.ResultCount != 3 || res.Offset != 1 {
-		t.Errorf("page 2 of 1: got count %d results %v result_count %d", res.Count, res.Results, res.ResultCount)
+	// count is the job's tasks on every page (spec 2.6), like
+	// result_count and output_count; the page is len(results).
+	if res.Count != 3 || len(res.Results) != 1 || res.Results[0].Index != 1 || res.ResultCount != 3 || res.Offset != 1 {
+		t.Errorf("page 2 of 1: got count %d results %v result_count %d; want count 3, one result", res.Count, res.Results, res.ResultCount)
 	}
+	res = apiv1.JobResult{}
 	c.Get(t, "/api/v1/results/"+j.ID+"?offset=5").JSON(t, http.StatusOK, &res)
-	if res.Count != 0 || len(res.Results) != 0 {
-		t.Errorf("offset past the end: got %d results", res.Count)
+	if res.Count != 3 || len(res.Results) != 0 {
+		t.Errorf("offset past the end: got count %d, %d results; want 3 and none", res.Count, len(res.Results))
 	}
 	for _, q := range []string{"?limit=0", "?limit=1001", "?offset=-1"} {
 		c.Do(t, apitest.Request{Method: "GET", Path: "/api/v1/results/" + j.ID + q, Check: apitest.MustViolate}).
@@ -460,8 +463,8 @@ func testResultList(t *testing.T, f *fixture) {
 	}
 
 	// Ignored parameters are accepted, named, and change nothing.
-	ids, l, _ = resultIDs(t, c, "?user_id=acct_other&recipe_cache_hit=true")
-	if !slices.Equal(ids, []string{d.ID, b.ID, a.ID}) || !slices.Equal(l.AppliedFilters.Ignored, []string{"user_id", "recipe_cache_hit"}) {
+	ids, l, _ = resultIDs(t, c, "?recipe_cache_key=k&recipe_cache_hit=true")
+	if !slices.Equal(ids, []string{d.ID, b.ID, a.ID}) || !slices.Equal(l.AppliedFilters.Ignored, []string{"recipe_cache_key", "recipe_cache_hit"}) {
 		t.Errorf("ignored: got %v, applied %+v", ids, l.AppliedFilters)
 	}
 

@@ -130,6 +130,10 @@ func (s *Server) routes() []route {
 		{"POST", "/api/v1/artifacts/multipart/abort", write, s.artifactGone},
 		{"GET", "/api/v1/artifacts/multipart/parts", readOnly, s.artifactGone},
 
+		// The MCP server (docs/mcp.md): its tools call the routes above
+		// with the caller's token.
+		{"POST", "/mcp", write, s.mcpServe},
+
 		// Results.
 		{"GET", "/api/v1/results", readOnly, s.resultList},
 		{"GET", "/api/v1/results/{job_id}", readOnly, s.resultGet},

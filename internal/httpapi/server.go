@@ -41,6 +41,10 @@ type Config struct {
 	// Views reads what the API shows of jobs; nil: one over Store with
 	// Jobs' billing and limits.
 	Views *jobview.Service
+	// Hosts gives the views the shapes of the service's hosts, so that a
+	// queued job no host could take says so (fleet.Controller); nil: no
+	// such advice. Used only when Views is nil.
+	Hosts jobview.HostShapes
 	// Artifacts keeps uploaded and produced files (spec 4.7).
 	Artifacts *artifact.Service
 	Version   string
@@ -112,6 +116,9 @@ type Server struct {
 	coreStarted atomic.Bool
 	draining    atomic.Bool
 
+	// mcp serves POST /mcp: the tools of internal/mcp (docs/mcp.md).
+	mcp http.Handler
+
 	handler http.Handler
 }
 
@@ -126,9 +133,10 @@ func New(cfg Config) *Server {
 		hostBinary: cfg.HostBinary, runscBinary: cfg.RunscBinary}
 	s.streams.fill()
 	s.docs = newDocSite()
+	s.mcp = s.newMCP()
 	if s.views == nil && cfg.Jobs != nil {
 		s.views = jobview.New(jobview.Config{Store: cfg.Store, Billing: cfg.Jobs.Billing(), Clock: cfg.Clock,
-			Limits: cfg.Jobs.Limits()})
+			Limits: cfg.Jobs.Limits(), Hosts: cfg.Hosts})
 	}
 	s.streamer = event.NewStreams(event.StreamsConfig{Broker: cfg.Streams.Broker, Store: cfg.Store, Views: s.views,
 		Clock: cfg.Clock, Timeout: cfg.Streams.Timeout, PingInterval: cfg.Streams.PingInterval,

@@ -154,14 +154,22 @@ func (s *Server) projectStream(w http.ResponseWriter, r *http.Request) error {
 // caller's own, or, for an admin (the operator, who sees all), the one its
 // account= names by id or name.
 func (s *Server) streamAccount(r *http.Request) (string, error) {
+	return s.namedAccount(r, "account",
+		"Leave out account= to stream your own account's project; only admin keys see other accounts.")
+}
+
+// namedAccount resolves the account query parameter param names (by id or
+// name): none or the caller's own is the caller's; another account only
+// for an admin key (403 admin_required with action otherwise, before it is
+// looked up, so that a key learns nothing of other accounts).
+func (s *Server) namedAccount(r *http.Request, param, action string) (string, error) {
 	p := principal(r.Context())
-	want := r.URL.Query().Get("account")
+	want := r.URL.Query().Get(param)
 	if want == "" || want == p.Account.ID || want == p.Account.Name {
 		return p.Account.ID, nil
 	}
 	if p.Key.Role != store.RoleAdmin {
-		return "", fault.Forbidden("admin_required", "Leave out account= to stream your own account's project; only admin keys see other accounts.",
-			"account=%q is not the caller's account", want)
+		return "", fault.Forbidden("admin_required", action, "%s=%q is not the caller's account", param, want)
 	}
 	get := s.store.AccountGetByName
 	if strings.HasPrefix(want, "acct_") {

@@ -104,10 +104,12 @@ func testTaskPaging10k(t *testing.T, f *fixture) {
 		{"?offset=9999&limit=1", 1, 9999, 1},
 	} {
 		page, raw := tasksPage(pc.query)
-		if page.Count != pc.count || len(page.Tasks) != pc.count || page.Total != bigJobTasks ||
+		// count is the job's tasks (spec {tasks, count}); the page's
+		// size is its tasks' length.
+		if page.Count != bigJobTasks || len(page.Tasks) != pc.count || page.Total != bigJobTasks ||
 			page.Limit != pc.limit || page.Offset != pc.offset {
-			t.Errorf("tasks%s: count %d (%d tasks), total %d, limit %d, offset %d; want %d, %d, %d, %d", pc.query,
-				page.Count, len(page.Tasks), page.Total, page.Limit, page.Offset, pc.count, bigJobTasks, pc.limit, pc.offset)
+			t.Errorf("tasks%s: count %d (%d tasks), total %d, limit %d, offset %d; want count and total %d, %d tasks, %d, %d", pc.query,
+				page.Count, len(page.Tasks), page.Total, page.Limit, page.Offset, bigJobTasks, pc.count, pc.limit, pc.offset)
 			continue
 		}
 		for i, task := range page.Tasks {
@@ -164,7 +166,7 @@ func testTaskPaging10k(t *testing.T, f *fixture) {
 	} {
 		var res apiv1.JobResult
 		c.Get(t, "/api/v1/results/"+j.ID+pc.query).JSON(t, http.StatusOK, &res)
-		if res.Count != pc.count || len(res.Results) != pc.count || res.Limit != pc.limit || res.Offset != pc.offset ||
+		if res.Count != bigJobTasks || len(res.Results) != pc.count || res.Limit != pc.limit || res.Offset != pc.offset ||
 			res.ResultCount != 2 || res.OutputCount != 1 || res.TaskCount != bigJobTasks || res.Status != "running" {
 			t.Errorf("result%s: count %d (%d), limit %d, offset %d, result_count %d, output_count %d, task_count %d, %s",
 				pc.query, res.Count, len(res.Results), res.Limit, res.Offset, res.ResultCount, res.OutputCount,

@@ -63,6 +63,12 @@ func ArtifactInputs(payload json.RawMessage) ([]ArtifactInput, error) {
 		if err := json.Unmarshal(dl, &list); err != nil {
 			return nil, invalidInput("payload._artifacts.download", "must be an id, {\"id\": ...}, or a list of them")
 		}
+		if len(list) == 0 {
+			// Spec 3.3: "a non-empty list of those". An empty list is
+			// most likely a template whose ids were never filled in;
+			// running the task without its inputs would waste the money.
+			return nil, invalidInput("payload._artifacts.download", "is an empty list: name at least one artifact id, or leave download out")
+		}
 		out := make([]ArtifactInput, 0, len(list))
 		for i, v := range list {
 			in, err := one(v, fmt.Sprintf("payload._artifacts.download[%d]", i))

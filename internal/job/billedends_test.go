@@ -220,7 +220,8 @@ func TestBilledRequeuesGrowTheHold(t *testing.T) {
 				t.Errorf("after requeue %d: hold %d (%s), want %d", i+1, h.AmountMicros, h.Status, want)
 			}
 		}
-		evs, err := b.views.Events(ctx, j, 100)
+		evPage, err := b.views.Events(ctx, j, store.JobEventPageParams{Limit: 100})
+		evs := evPage.Events
 		if err != nil {
 			t.Fatal(err)
 		}

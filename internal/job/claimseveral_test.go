@@ -41,7 +41,8 @@ func upTo(host string, n int) func([]job.Claimed) *store.TaskClaimParams {
 
 func countEvents(t *testing.T, b *bundle, j *store.Job, kind string) int {
 	t.Helper()
-	evs, err := b.views.Events(t.Context(), j, 10_000)
+	evPage, err := b.views.Events(t.Context(), j, store.JobEventPageParams{Limit: 10_000})
+	evs := evPage.Events
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -274,6 +274,17 @@ func (s *Service) recordEnd(ctx context.Context, a *store.Attempt, t *store.Task
 		p.Progress = progress
 		p.Checkpoint = checkpointOf(progress)
 	}
+	// The attempt's pending checkpoint (its last one, or the task's) is
+	// published from what it uploaded, or failed.
+	cp := p.Checkpoint
+	if cp == nil {
+		cp = t.Checkpoint
+	}
+	if settled, err := s.publishCheckpoint(ctx, a, cp, o.Outputs, now); err != nil {
+		return err
+	} else if settled != nil {
+		p.Checkpoint = settled
+	}
 	if o.ArtifactError != "" {
 		msg := o.ArtifactError
 		p.ErrorText = &msg

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/skiffhq/skiff/internal/store"
@@ -65,6 +66,14 @@ func (s *Service) describe(ctx context.Context, t *store.Task, a *store.Attempt)
 	inputs, err := s.inputsOf(ctx, t)
 	if err != nil {
 		return nil, err
+	}
+	// A resumed attempt gets its published checkpoint's file too.
+	cpIn, err := s.checkpointInput(ctx, rs, t, a)
+	if err != nil {
+		return nil, err
+	}
+	if cpIn != nil && !slices.ContainsFunc(inputs, func(in *store.Artifact) bool { return in.ID == cpIn.ID }) {
+		inputs = append(inputs, cpIn)
 	}
 	return &Work{Task: t, Attempt: a, Spec: rs, Payload: payload, Inputs: inputs, StorageGB: storageGB(t.Requirements)}, nil
 }

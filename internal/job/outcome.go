@@ -98,6 +98,9 @@ type Outcome struct {
 	// GPUsAttached is how many GPUs the sandbox had: the GPU rate is
 	// billed for those only.
 	GPUsAttached int
+	// Outputs are the files the host uploaded from the attempt's artifact
+	// directory: a checkpoint kept as an artifact is published from them.
+	Outputs []OutputArtifact
 }
 
 // FailureClassInfra is a runner's declaration, in its result, that its

@@ -127,7 +127,8 @@ func TestSubmitStoresJobTasksAndEventTogether(t *testing.T) {
 	if xs, _ := p["xs"].([]any); len(xs) != 1 || xs[0] != 2.0 {
 		t.Errorf("task 1 payload xs = %v, want [2]", p["xs"])
 	}
-	evs, err := b.views.Events(t.Context(), j, 10)
+	evPage, err := b.views.Events(t.Context(), j, store.JobEventPageParams{Limit: 10})
+	evs := evPage.Events
 	if err != nil || len(evs) != 1 || evs[0].Kind != "job.submitted" {
 		t.Errorf("events = %v, %v; want one job.submitted", evs, err)
 	}

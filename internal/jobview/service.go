@@ -24,6 +24,8 @@ type Service struct {
 	billing *billing.Service
 	clock   clock.Clock
 	limits  submit.Limits
+	hosts   HostShapes // nil: no placement advice
+	shapes  shapeCache
 }
 
 // Config wires a Service.
@@ -37,6 +39,9 @@ type Config struct {
 	// Limits are the operator's presets and limits the price list shows
 	// (the job service's own, job.Service.Limits).
 	Limits submit.Limits
+	// Hosts tells a queued job no host could take (PlacementAdvice); nil
+	// gives no such advice.
+	Hosts HostShapes
 }
 
 // New returns a Service.
@@ -45,7 +50,7 @@ func New(cfg Config) *Service {
 	if b == nil {
 		b = billing.New(cfg.Store, cfg.Clock, nil)
 	}
-	return &Service{store: cfg.Store, billing: b, clock: cfg.Clock, limits: cfg.Limits}
+	return &Service{store: cfg.Store, billing: b, clock: cfg.Clock, limits: cfg.Limits, hosts: cfg.Hosts}
 }
 
 // List pages the account's jobs.
@@ -83,13 +88,30 @@ func (s *Service) Tasks(ctx context.Context, j *store.Job) ([]*store.Task, map[s
 	return tasks, byTask, nil
 }
 
-// Events lists a job's lifecycle events, oldest first.
-func (s *Service) Events(ctx context.Context, j *store.Job, limit int) ([]*store.JobEvent, error) {
-	evs, err := s.store.JobEventList(ctx, j.ID, limit)
+// EventPage is one page of a job's lifecycle events and the cursor of the
+// next (0: this page is the last).
+type EventPage struct {
+	Events []*store.JobEvent
+	Next   int64
+}
+
+// Events lists one page of a job's committed lifecycle events by position:
+// oldest first after p.After, or newest first before p.Before. One row
+// past the limit says whether another page follows.
+func (s *Service) Events(ctx context.Context, j *store.Job, p store.JobEventPageParams) (EventPage, error) {
+	p.JobID = j.ID
+	limit := p.Limit
+	p.Limit++
+	evs, err := s.store.JobEventPage(ctx, &p)
 	if err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
+		return EventPage{}, fmt.Errorf("list events: %w", err)
 	}
-	return evs, nil
+	var next int64
+	if len(evs) > limit {
+		evs = evs[:limit]
+		next = evs[limit-1].Position
+	}
+	return EventPage{Events: evs, Next: next}, nil
 }
 
 // Artifacts lists the visible artifacts a job produced, oldest first.

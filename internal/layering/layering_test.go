@@ -25,6 +25,7 @@ var adapters = map[string]string{
 	"cli":                     "the command line: it opens the store for operator commands, and its client commands speak HTTP",
 	"server":                  "the composition root: it builds the controller from the engines, HTTP and the domain, once",
 	"httpapi":                 "the HTTP adapter of the public API and of agentproto's controller side",
+	"mcp":                     "the MCP server: its tools call the API over HTTP through the Go client, and serve MCP's Streamable HTTP transport",
 	"agent/agenthttp":         "the host's HTTP client of agentproto (agent.Controller over HTTP)",
 	"agent/datasrc":           "fetches a revision's data sources (URLs, the Hugging Face hub) over HTTP(S) (agent.DataSources)",
 	"pricefeed":               "polls the operator's HTTP price feed for billing",
@@ -232,6 +233,13 @@ var boundaries = []boundary{
 		from: []string{module + "/internal/job/...", module + "/internal/billing/...", module + "/internal/project/..."},
 		deps: []string{module + "/internal/agentproto/...", module + "/internal/agent/...", module + "/internal/fleet/..."},
 		why:  "the job service, money and projects know nothing of hosts: fleet translates the host protocol into their terms at its edge",
+	},
+	{
+		from: []string{module + "/internal/mcp/..."},
+		deps: []string{module + "/internal/store/...", module + "/internal/job/...", module + "/internal/jobview/...",
+			module + "/internal/billing/...", module + "/internal/payment/...", module + "/internal/project/...",
+			module + "/internal/artifact/...", module + "/internal/auth/...", module + "/internal/httpapi/...", module + "/internal/server/..."},
+		why: "the MCP tools act only through the public Go client, as the CLI's do, so the remote and the local server are one tool set and every call is the API's",
 	},
 }
 

@@ -209,7 +209,10 @@ func merge(dst *store.ProjectWriteParams, w *apiv1.ProjectWrite) {
 		dst.Manifest = w.Manifest
 	}
 	if w.CachePolicy != nil {
-		dst.CachePolicy = w.CachePolicy
+		// Only an empty policy passes validation: it clears what an
+		// older server stored, and shows as null like a project that
+		// never had one.
+		dst.CachePolicy = nil
 	}
 	if w.RuntimeVersion != nil {
 		dst.RuntimeVersion = *w.RuntimeVersion

@@ -2,7 +2,6 @@ package project
 
 import (
 	"encoding/json"
-	"path"
 	"regexp"
 	"strings"
 
@@ -24,7 +23,6 @@ const (
 var (
 	nameRe   = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 	envKeyRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-	digestRe = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 )
 
 // codeFields are fields that carry code, which only a push may change.
@@ -76,11 +74,15 @@ func validate(w *apiv1.ProjectWrite, creating bool, raw map[string]json.RawMessa
 	case w.Name != nil && !nameRe.MatchString(*w.Name):
 		p.add("name", "must be 1-64 characters from a-z, 0-9, underscore, hyphen")
 	}
+	// remote_dir, image_ref, image_digest and cache_policy (spec 2.3) name
+	// ways of preparing a project that Skiff does not have: it runs only
+	// the image it built from the pushed tarball, prepared where the
+	// Dockerfile says, with the caches skiff.project.json declares. Taking
+	// them and then ignoring them would lie to the caller, so a value is
+	// refused; empty ones (what GET shows) may be sent back.
 	if w.RemoteDir != nil && *w.RemoteDir != "" {
-		d := *w.RemoteDir
-		if !path.IsAbs(d) || path.Clean(d) != d || len(d) > 1024 {
-			p.add("remote_dir", "must be an absolute, clean path")
-		}
+		p.add("remote_dir", "is not supported: Skiff prepares a project by building its Dockerfile into an image; "+
+			"set where the runner starts with WORKDIR, or runtime.workdir in skiff.project.json, and leave remote_dir out")
 	}
 	if w.Env != nil {
 		size := 0
@@ -108,13 +110,20 @@ func validate(w *apiv1.ProjectWrite, creating bool, raw map[string]json.RawMessa
 	if w.RuntimeKind != nil && *w.RuntimeKind != "oci" {
 		p.add("runtime_kind", "must be oci")
 	}
-	if w.ImageRef != nil && len(*w.ImageRef) > 512 {
-		p.add("image_ref", "at most 512 characters")
+	const ownImage = "is not supported: Skiff runs only the image it builds from your pushed project; push a tarball " +
+		"whose Dockerfile starts FROM the image you want. The published image's ref and digest are on the push record " +
+		"(GET /api/v1/projects/{name}/push)"
+	if w.ImageRef != nil && *w.ImageRef != "" {
+		p.add("image_ref", ownImage)
 	}
-	if w.ImageDigest != nil && *w.ImageDigest != "" && !digestRe.MatchString(*w.ImageDigest) {
-		p.add("image_digest", "must be sha256: followed by 64 lowercase hex digits")
+	if w.ImageDigest != nil && *w.ImageDigest != "" {
+		p.add("image_digest", ownImage)
 	}
 	checkObject(p, "manifest", w.Manifest)
+	if c := strings.TrimSpace(string(w.CachePolicy)); c != "" && c != "null" && c != "{}" {
+		p.add("cache_policy", "is not supported: declare caches in skiff.project.json (cache_mounts keep a directory "+
+			"across a host's tasks; build layers are cached by the builder) and leave cache_policy out")
+	}
 	checkObject(p, "cache_policy", w.CachePolicy)
 	if w.RuntimeVersion != nil && *w.RuntimeVersion <= 0 {
 		p.add("runtime_version", "must be a positive integer")

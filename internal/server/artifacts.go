@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -64,9 +65,15 @@ func (s *Server) artifactService(ctx context.Context) (*artifact.Service, error)
 		return nil, err
 	}
 	s.blob = b
+	// External artifacts a user downloads are spooled on the data disk
+	// (its free-disk watermark guards them), in unlinked files.
+	spool := filepath.Join(s.dataDir, "artifact-spool")
+	if err := os.MkdirAll(spool, 0o700); err != nil {
+		return nil, fmt.Errorf("create artifact spool dir: %w", err)
+	}
 	return artifact.New(artifact.Config{Store: s.db, Blob: b, Clock: s.clk, Logger: s.log.With("component", "artifacts"),
 		Fetcher: externalhttp.Fetcher{}, MaxUploadBytes: a.MaxUploadBytes, QuotaBytes: a.QuotaBytes, Grace: a.Grace,
-		AllowPrivate: a.AllowPrivate}), nil
+		AllowPrivate: a.AllowPrivate, SpoolDir: spool}), nil
 }
 
 // artifactSweepTasks are the sweeper's batches for artifacts and jobs:

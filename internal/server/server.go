@@ -130,6 +130,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.billing = billing.New(db, clk, prices)
+	if s.payments.Enabled() {
+		s.billing = s.billing.WithQuoteAttrs(s.payments.Attrs)
+	}
 
 	// Metrics count the lifecycle events the broker reads; its gauges are
 	// read when scraped, once everything below exists.
@@ -187,6 +190,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	dataDisk := &diskfree.Checker{Dir: s.dataDir, Min: cfg.MinFreeDisk, Stat: cfg.DiskStat}
+	s.ctrl = fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: s.jobs, Wake: hostWake, Clock: clk, Artifacts: s.artifacts,
+		Log: log.With("component", "controller"), ImagesDir: imagesDir, Images: images, Presence: s.duties.presence,
+		HeartbeatInterval: cmp.Or(cfg.Heartbeat, 10*time.Second), SeedsDir: filepath.Join(s.dataDir, "seeds")})
 	s.api = httpapi.New(httpapi.Config{
 		Logger: log, Clock: clk, Store: db, Auth: s.auth, Billing: s.billing,
 		Projects: s.projects, Jobs: s.jobs, Artifacts: s.artifacts, Version: cfg.Version, Payments: s.payments,
@@ -196,14 +202,11 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Metrics: s.metrics, MetricsToken: cfg.MetricsToken, TrustedProxies: cfg.Front.TrustedProxies,
 		Limits:     cfg.Front.Limits,
 		HostBinary: cfg.HostBinary, RunscBinary: s.runsc(),
-		DiskFree: dataDisk,
+		DiskFree: dataDisk, Hosts: s.ctrl,
 	})
 	sweeper := &artifact.Sweeper{Tasks: append(s.artifactSweepTasks(), s.expirySweepTasks()...),
 		Logger: log.With("component", "sweeper")}
 	s.runDuty(dutySweeps, sweeper.Run)
-	s.ctrl = fleet.NewController(fleet.ControllerConfig{Store: db, Jobs: s.jobs, Wake: hostWake, Clock: clk, Artifacts: s.artifacts,
-		Log: log.With("component", "controller"), ImagesDir: imagesDir, Images: images, Presence: s.duties.presence,
-		HeartbeatInterval: cmp.Or(cfg.Heartbeat, 10*time.Second), SeedsDir: filepath.Join(s.dataDir, "seeds")})
 	mux := http.NewServeMux()
 	mux.Handle("/agent/v1/", httpapi.AgentHandler(s.ctrl, log.With("component", "agentapi"), dataDisk))
 	mux.Handle("/", s.api)

@@ -239,6 +239,17 @@ type JobEvent struct {
 	ProjectID string
 }
 
+// JobEventPageParams selects one page of a job's committed events: those
+// with After < position < Before (Before 0: no upper bound), oldest first,
+// or newest first when Newest is set. Limit must be positive.
+type JobEventPageParams struct {
+	JobID  string
+	After  int64
+	Before int64
+	Newest bool
+	Limit  int
+}
+
 // JobEventFeedParams selects committed events after a position, oldest
 // first: of the jobs in JobIDs when set, of one account's or one project's
 // jobs when AccountID or ProjectID is set. Limit <= 0 means no limit.
@@ -475,6 +486,9 @@ type JobStore interface {
 	// the transaction that writes them, its own events come last); limit <=
 	// 0 means all.
 	JobEventList(ctx context.Context, jobID string, limit int) ([]*JobEvent, error)
+	// JobEventPage lists one page of a job's committed events by position:
+	// what GET /jobs/{id}/events pages through.
+	JobEventPage(ctx context.Context, p *JobEventPageParams) ([]*JobEvent, error)
 	// JobEventFeed lists committed events after a position, by position:
 	// what streams read. An event is listed only once every event of a
 	// smaller position is visible too, so a reader that resumes after the

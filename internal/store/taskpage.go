@@ -17,4 +17,14 @@ type TaskPageStore interface {
 	// value other than null) and those that wrote stdout, without reading
 	// the tasks out.
 	TaskResultCounts(ctx context.Context, jobID string) (results, outputs int64, err error)
+	// TaskCheckpointCounts counts a job's tasks by checkpoint state, in
+	// one pass and without reading the tasks out.
+	TaskCheckpointCounts(ctx context.Context, jobID string) (CheckpointCounts, error)
+}
+
+// CheckpointCounts are a job's tasks by checkpoint state: with a
+// checkpoint, resumed from one, and, of those whose checkpoint is kept as
+// an artifact, by its publish_status (pending, published, failed).
+type CheckpointCounts struct {
+	Checkpointed, Resumed, Pending, Published, Failed int64
 }

@@ -188,6 +188,10 @@ func TestClientCommands(t *testing.T) {
 		ce.run(t, nil, "jobs", "ls", "--status", "failed", "--json").want(t, 0, id3)
 		ce.run(t, nil, "jobs", "show", id3).want(t, 0, "status     failed")
 		ce.run(t, nil, "jobs", "tasks", id2).want(t, 0, "INDEX", "succeeded")
+		ce.run(t, nil, "jobs", "events", id3).want(t, 0, "POSITION", "job.submitted", "job.failed")
+		if r := ce.run(t, nil, "jobs", "events", id3, "--newest", "--limit", "1").want(t, 0, "job.failed"); strings.Contains(r.stdout, "job.submitted") {
+			t.Errorf("jobs events --newest --limit 1 printed more than the newest event:\n%s", r.stdout)
+		}
 		ce.run(t, nil, "jobs", "logs", id2).want(t, 0, "done")
 		r = ce.run(t, nil, "jobs", "logs", id3).want(t, 0)
 		if !strings.Contains(r.stderr, "boom") {

@@ -22,13 +22,19 @@ import (
 // build, so that jobs can be submitted to it.
 func (e *Env) Publish(tb testing.TB, accountID, name string) {
 	tb.Helper()
+	e.PublishHash(tb, accountID, name, "sha256:"+strings.Repeat("a", 64))
+}
+
+// PublishHash is Publish with the revision's content hash.
+func (e *Env) PublishHash(tb testing.TB, accountID, name, contentHash string) {
+	tb.Helper()
 	ctx, db, now := tb.Context(), e.Store, e.Clock.Now()
 	p, err := db.ProjectGetByName(ctx, accountID, name)
 	if err != nil {
 		tb.Fatalf("project %s: %v", name, err)
 	}
 	pu, err := db.PushCreate(ctx, &store.PushCreateParams{ID: id.New(id.Push), ProjectID: p.ID, AccountID: accountID,
-		ContentHash: "sha256:" + strings.Repeat("a", 64), SizeBytes: 1, Now: now})
+		ContentHash: contentHash, SizeBytes: 1, Now: now})
 	if err != nil {
 		tb.Fatal(err)
 	}

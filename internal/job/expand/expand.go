@@ -182,11 +182,28 @@ const MaxSafeInt = 1<<53 - 1
 // needs. It saturates at math.MaxInt32 rather than overflow, so a caller can
 // compare it with a limit before expanding.
 func Count(s *Spec) (int, error) {
+	m, err := Measure(s)
+	return m.Tasks, err
+}
+
+// Size is what a Spec expands into, known before it is expanded.
+type Size struct {
+	Tasks int
+	// PayloadBytes bounds the bytes of every task payload together, from
+	// above (within a few bytes a task): a 1 MiB payload fanned out into
+	// 10,000 chunks is 10 GB once expanded, which a caller must refuse
+	// before Tasks allocates it.
+	PayloadBytes int64
+}
+
+// Measure returns the Size of s, checking everything Tasks needs, without
+// expanding it. Both figures saturate rather than overflow.
+func Measure(s *Spec) (Size, error) {
 	p, err := plan(s)
 	if err != nil {
-		return 0, err
+		return Size{}, err
 	}
-	return p.count, nil
+	return Size{Tasks: p.count, PayloadBytes: p.bytes}, nil
 }
 
 // Tasks expands s into its tasks, in Index order.
@@ -206,7 +223,22 @@ func Tasks(s *Spec) ([]Task, error) {
 // planned is a checked Spec with its inputs parsed once.
 type planned struct {
 	count int
+	bytes int64 // an upper bound of the payloads' bytes, together
 	emit  func([]Task)
+}
+
+// fieldOverhead bounds what the service's own fields (_batch, _sweep_idx,
+// _candidate, _replica, a range) and the separators around a field add to
+// a task's payload, beyond the values the caller sent.
+const fieldOverhead = 160
+
+// perTask is n tasks of each bytes plus shared bytes in all, saturating.
+func perTask(n int, each, shared int64) int64 {
+	const ceiling = math.MaxInt64 / 2
+	if each > 0 && int64(n) > ceiling/each {
+		return ceiling
+	}
+	return min(int64(n)*each+shared, ceiling)
 }
 
 func plan(s *Spec) (*planned, error) {
@@ -241,7 +273,7 @@ func planStructured(s *Spec) (*planned, error) {
 	f := s.FanOut
 	if f == nil {
 		payload := appendObject(nil, base)
-		return &planned{count: 1, emit: func(t []Task) { t[0] = Task{Index: 0, Payload: payload} }}, nil
+		return &planned{count: 1, bytes: int64(len(payload)), emit: func(t []Task) { t[0] = Task{Index: 0, Payload: payload} }}, nil
 	}
 	shapes := 0
 	if f.By != "" {
@@ -292,7 +324,11 @@ func planBy(base object, by string, batch int) (*planned, error) {
 	count := (len(items) + size - 1) / size
 	rest := base.without(by)
 	byKey := jsonKey(by)
-	return &planned{count: count, emit: func(tasks []Task) {
+	var itemBytes int64
+	for _, it := range items {
+		itemBytes += int64(len(it)) + 1
+	}
+	return &planned{count: count, bytes: perTask(count, rest.size()+int64(len(byKey))+2*fieldOverhead, itemBytes), emit: func(tasks []Task) {
 		var over [2]field
 		var sub, bat, buf []byte
 		for i := range tasks {
@@ -338,7 +374,11 @@ func planItems(base object, items []json.RawMessage) (*planned, error) {
 		}
 		objs[i] = o
 	}
-	return &planned{count: len(items), emit: func(tasks []Task) {
+	var itemBytes int64
+	for _, o := range objs {
+		itemBytes += o.size()
+	}
+	return &planned{count: len(items), bytes: perTask(len(items), base.size()+fieldOverhead, itemBytes), emit: func(tasks []Task) {
 		var buf []byte
 		for i := range tasks {
 			buf = appendObject(buf[:0], base, objs[i])
@@ -367,7 +407,7 @@ func planRange(base object, where, rf string, start, total int64, chunks int) (*
 	rfKey := jsonKey(rf)
 	n := int64(chunks)
 	each, extra := total/n, total%n
-	return &planned{count: chunks, emit: func(tasks []Task) {
+	return &planned{count: chunks, bytes: perTask(chunks, rest.size()+int64(len(rfKey))+fieldOverhead, 0), emit: func(tasks []Task) {
 		ints := make([]int, 2*len(tasks)) // one allocation for every Meta pointer
 		ranges := make([]Range, len(tasks))
 		var val, buf []byte
@@ -429,10 +469,16 @@ func planSweep(s *Sweep) (*planned, error) {
 		count = satMul(count, len(p.Values))
 	}
 	keys := make([][]byte, len(params))
+	var combination int64 // the longest combination, written twice a task
 	for i, p := range params {
 		keys[i] = jsonKey(p.Name)
+		longest := 0
+		for _, v := range p.Values {
+			longest = max(longest, len(v))
+		}
+		combination += int64(len(keys[i]) + longest + 2)
 	}
-	return &planned{count: count, emit: func(tasks []Task) {
+	return &planned{count: count, bytes: perTask(count, fixed.size()+2*combination+2*fieldOverhead, 0), emit: func(tasks []Task) {
 		odo := make([]int, len(params)) // the current combination, as value indexes
 		over := make(object, 0, len(params)+2)
 		ints := make([]int, len(tasks))
@@ -495,7 +541,11 @@ func planBenchmark(b *Benchmark) (*planned, error) {
 		}
 	}
 	count := satMul(len(cands), b.Replicas)
-	return &planned{count: count, emit: func(tasks []Task) {
+	var each int64 // the largest candidate's payload
+	for i, c := range cands {
+		each = max(each, configs[i].size()+int64(6*len(c.Name)+2)+2*fieldOverhead)
+	}
+	return &planned{count: count, bytes: perTask(count, shared.size()+each, 0), emit: func(tasks []Task) {
 		ints := make([]int, len(tasks))
 		var buf []byte
 		for i := range tasks {

@@ -267,6 +267,16 @@ func TestTasks(t *testing.T) {
 			if err != nil || n != len(tasks) {
 				t.Errorf("Count: got %d, %v; want %d, nil", n, err, len(tasks))
 			}
+			// Measure bounds the payloads' bytes from above, and not by
+			// much more than the service's own fields could add.
+			m, err := Measure(&tt.spec)
+			var total int64
+			for _, task := range tasks {
+				total += int64(len(task.Payload))
+			}
+			if err != nil || m.PayloadBytes < total || m.PayloadBytes > total+int64(len(tasks))*4*fieldOverhead+64 {
+				t.Errorf("Measure: got %d bytes, %v; want at least the %d the payloads take, within %d a task", m.PayloadBytes, err, total, 4*fieldOverhead)
+			}
 		})
 	}
 }
@@ -556,6 +566,27 @@ func BenchmarkSweep1000(b *testing.B) {
 	for b.Loop() {
 		if _, err := Tasks(spec); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A small submission that would expand into gigabytes is measured as such
+// without being expanded.
+func TestMeasureSeesTheExpansionBeforeItHappens(t *testing.T) {
+	t.Parallel()
+	big := `{"blob":"` + strings.Repeat("x", 1<<20) + `"}`
+	for name, spec := range map[string]*Spec{
+		"chunks":    {Type: apiv1.JobTypeStructuredRunner, Payload: raw(big), FanOut: &FanOut{Chunks: 10_000, Total: 10_000}},
+		"map":       {Type: apiv1.JobTypeMapReduce, Payload: raw(big), Split: &Split{Field: "r", Total: 10_000, Chunks: 10_000}},
+		"sweep":     {Type: apiv1.JobTypeSweep, Sweep: &Sweep{Fixed: raw(big), Parameters: []Parameter{{Name: "a", Values: raws("1", "2", "3", "4", "5", "6", "7", "8", "9", "10")}}}},
+		"benchmark": {Type: apiv1.JobTypeBenchmark, Benchmark: &Benchmark{Shared: raw(big), Replicas: 10, Candidates: []Candidate{{Name: "a"}}}},
+	} {
+		m, err := Measure(spec)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if want := int64(m.Tasks) << 20; m.PayloadBytes < want {
+			t.Errorf("%s: measured %d bytes for %d tasks of a 1 MiB payload, want at least %d", name, m.PayloadBytes, m.Tasks, want)
 		}
 	}
 }

@@ -57,6 +57,16 @@ func sortFields(o object) object {
 	return out
 }
 
+// size is the bytes o takes written out: its keys and values, a colon and
+// a comma each, and the braces.
+func (o object) size() int64 {
+	n := int64(2)
+	for _, f := range o {
+		n += int64(len(f.kj) + len(f.val) + 2)
+	}
+	return n
+}
+
 func (o object) get(key string) ([]byte, bool) {
 	i, ok := slices.BinarySearchFunc(o, key, func(f field, k string) int { return strings.Compare(f.key, k) })
 	if !ok {

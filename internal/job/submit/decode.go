@@ -53,6 +53,11 @@ func DecodeFields(raw map[string]json.RawMessage) (*apiv1.JobSubmit, error) {
 			p.add(name, "must be valid UTF-8")
 			continue
 		}
+		if isPayloadField(name) && len(r) > MaxPayloadBytes {
+			p.addCoded(name, "payload_too_large", "Put large inputs in an artifact (POST /api/v1/artifacts) and name it in payload._artifacts.download.",
+				"is %d bytes; at most %d MiB", len(r), MaxPayloadBytes>>20)
+			continue
+		}
 		if err := json.Unmarshal(r, v.Field(i).Addr().Interface()); err != nil {
 			var te *json.UnmarshalTypeError
 			if !errors.As(err, &te) {
@@ -185,4 +190,10 @@ func describe(t reflect.Type) string {
 		return "an object"
 	}
 	return "JSON of another type"
+}
+
+// isPayloadField names the submission's payload objects, each at most
+// MaxPayloadBytes as sent.
+func isPayloadField(name string) bool {
+	return name == "payload" || name == "fixed_payload" || name == "shared_payload"
 }

@@ -98,7 +98,20 @@ const (
 	MaxFieldNameBytes    = 256
 	MaxMetaBytes         = 16 << 10
 	MaxVariantBytes      = 255
-	DefaultPayloadKey    = "_resume"
+	// Body caps, sized from the limits above: a POST /jobs body carries
+	// one job of up to 10,000 tasks (a fan_out.items list of 10,000
+	// items of about 1.6 KB), a batch up to 200 such jobs of about 160 KB
+	// each. docs/limits.md states them.
+	MaxSubmitBodyBytes = 16 << 20
+	MaxBatchBodyBytes  = 32 << 20
+	// MaxPayloadBytes bounds payload, fixed_payload and shared_payload as
+	// sent; large inputs belong in artifacts (_artifacts.download).
+	MaxPayloadBytes = 8 << 20
+	// MaxExpandedPayloadBytes bounds a job's task payloads together once
+	// expanded: what the store keeps and a host receives. A 1 MiB payload
+	// fanned out into 10,000 chunks would be 10 GB.
+	MaxExpandedPayloadBytes = 64 << 20
+	DefaultPayloadKey       = "_resume"
 )
 
 var (
@@ -588,7 +601,8 @@ func (v *validator) spec() {
 			return // the spec is incomplete; expanding it would only add noise
 		}
 	}
-	n, err := expand.Count(&spec)
+	size, err := expand.Measure(&spec)
+	n := size.Tasks
 	if err != nil {
 		var fe *expand.FieldError
 		if errors.As(err, &fe) {
@@ -606,6 +620,10 @@ func (v *validator) spec() {
 	case n > v.lim.MaxTasks:
 		p.addCoded(limitField, "too_many_tasks", "Make fewer, larger tasks (batch_size, fewer chunks), or split the work into several jobs.",
 			"expands into %s tasks; at most %d per job", countText(n), v.lim.MaxTasks)
+		return
+	case size.PayloadBytes > MaxExpandedPayloadBytes:
+		p.addCoded(limitField, "payload_too_large", "Move the bulk of the payload into an artifact (POST /api/v1/artifacts) and name it in payload._artifacts.download; every task can read it.",
+			"its %d tasks' payloads would take about %d MiB together; at most %d MiB per job", n, size.PayloadBytes>>20, MaxExpandedPayloadBytes>>20)
 		return
 	}
 	out.Expand = spec

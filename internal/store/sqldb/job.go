@@ -752,6 +752,22 @@ func (q *queries) JobEventList(ctx context.Context, jobID string, limit int) ([]
 	return collect(rows, scanJobEvent)
 }
 
+func (q *queries) JobEventPage(ctx context.Context, p *store.JobEventPageParams) ([]*store.JobEvent, error) {
+	before := p.Before
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	name := "JobEventPageOldest"
+	if p.Newest {
+		name = "JobEventPageNewest"
+	}
+	rows, err := q.read.QueryContext(ctx, q.sql(name), p.JobID, p.After, before, max(p.Limit, 1))
+	if err != nil {
+		return nil, fmt.Errorf("job event page: %w", q.mapErr(err))
+	}
+	return collect(rows, scanJobEvent)
+}
+
 func (q *queries) JobEventFeed(ctx context.Context, p *store.JobEventFeedParams) ([]*store.JobEvent, error) {
 	var b sqlBuilder
 	b.add(q.sql("JobEventFeedSelect"), p.After)

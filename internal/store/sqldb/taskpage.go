@@ -28,6 +28,13 @@ func (q *queries) AttemptListForTasks(ctx context.Context, jobID string, fromIdx
 	return collect(rows, scanAttempt)
 }
 
+func (q *queries) TaskCheckpointCounts(ctx context.Context, jobID string) (store.CheckpointCounts, error) {
+	var c store.CheckpointCounts
+	err := q.read.QueryRowContext(ctx, q.sql("TaskCheckpointCounts"), jobID).
+		Scan(&c.Checkpointed, &c.Resumed, &c.Pending, &c.Published, &c.Failed)
+	return c, q.mapErr(err)
+}
+
 func (q *queries) TaskResultCounts(ctx context.Context, jobID string) (results, outputs int64, err error) {
 	err = q.read.QueryRowContext(ctx, q.sql("TaskResultCounts"), jobID).Scan(&results, &outputs)
 	return results, outputs, q.mapErr(err)

@@ -30,5 +30,6 @@ var jobTests = map[string]func(*testing.T, store.Store){
 	"TaskTransitions":          testTaskTransitions,
 	"AttemptTransitions":       testAttemptTransitions,
 	"JobEventFeed":             testJobEventFeed,
+	"JobEventPage":             testJobEventPage,
 	"JobEventFeedCommitOrder":  testJobEventFeedCommitOrder,
 }

@@ -178,3 +178,56 @@ func testJobEventFeedCommitOrder(t *testing.T, s store.Store) {
 		t.Errorf("after the fast event: %d events; want the slow one", len(rest))
 	}
 }
+
+// testJobEventPage: a job's events page by position both ways, without
+// another job's events, each page starting where the cursor says.
+func testJobEventPage(t *testing.T, s store.Store) {
+	f := tf.Project(t, s, nil)
+	p := tf.JobParams(t, s, &tf.JobOpts{Project: f})
+	tf.JobFrom(t, s, p)
+	other := tf.JobParams(t, s, &tf.JobOpts{Project: f})
+	tf.JobFrom(t, s, other)
+	for i := range 6 {
+		for _, jobID := range []string{p.Job.ID, other.Job.ID} {
+			e := store.JobEvent{ID: id.New(id.Event), JobID: jobID, Kind: fmt.Sprintf("e%d", i), CreatedAt: t0}
+			if err := s.JobEventCreate(ctx(t), &e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	page := func(pp store.JobEventPageParams) (kinds []string, positions []int64) {
+		t.Helper()
+		pp.JobID = p.Job.ID
+		evs, err := s.JobEventPage(ctx(t), &pp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.JobID != p.Job.ID {
+				t.Errorf("page of %s has an event of %s", p.Job.ID, e.JobID)
+			}
+			kinds, positions = append(kinds, e.Kind), append(positions, e.Position)
+		}
+		return kinds, positions
+	}
+	// Oldest first, three at a time: job.submitted e0 e1 | e2 e3 e4 | e5.
+	k1, pos1 := page(store.JobEventPageParams{Limit: 3})
+	k2, pos2 := page(store.JobEventPageParams{After: pos1[2], Limit: 3})
+	k3, _ := page(store.JobEventPageParams{After: pos2[2], Limit: 3})
+	if got := fmt.Sprint(k1, k2, k3); got != "[job.submitted e0 e1] [e2 e3 e4] [e5]" {
+		t.Errorf("oldest-first pages = %s", got)
+	}
+	// Newest first from the end, then before the page's last.
+	n1, npos := page(store.JobEventPageParams{Newest: true, Limit: 4})
+	n2, _ := page(store.JobEventPageParams{Newest: true, Before: npos[3], Limit: 4})
+	if got := fmt.Sprint(n1, n2); got != "[e5 e4 e3 e2] [e1 e0 job.submitted]" {
+		t.Errorf("newest-first pages = %s", got)
+	}
+	// Both bounds: the events strictly between.
+	if k, _ := page(store.JobEventPageParams{After: pos1[0], Before: pos2[1], Limit: 10}); fmt.Sprint(k) != "[e0 e1 e2]" {
+		t.Errorf("between = %v", k)
+	}
+	if k, _ := page(store.JobEventPageParams{After: pos2[2] + 1000, Limit: 10}); len(k) != 0 {
+		t.Errorf("after the last = %v, want none", k)
+	}
+}

@@ -12,9 +12,10 @@ import (
 // taskPageTests are the conformance tests of store.TaskPageStore; Run adds
 // them to its map.
 var taskPageTests = map[string]func(*testing.T, store.Store){
-	"TaskListPage":        testTaskListPage,
-	"AttemptListForTasks": testAttemptListForTasks,
-	"TaskResultCounts":    testTaskResultCounts,
+	"TaskListPage":         testTaskListPage,
+	"AttemptListForTasks":  testAttemptListForTasks,
+	"TaskResultCounts":     testTaskResultCounts,
+	"TaskCheckpointCounts": testTaskCheckpointCounts,
 }
 
 func pageIndexes(tasks []*store.Task) []int64 {
@@ -153,5 +154,42 @@ func testTaskResultCounts(t *testing.T, s store.Store) {
 	}
 	if r, o, err := s.TaskResultCounts(ctx(t), "job_nope"); err != nil || r != 0 || o != 0 {
 		t.Errorf("missing job's counts = %d, %d, %v; want 0, 0", r, o, err)
+	}
+}
+
+func testTaskCheckpointCounts(t *testing.T, s store.Store) {
+	f := tf.Project(t, s, nil)
+	j := tf.Job(t, s, &tf.JobOpts{Project: f, Tasks: 7})
+	if c, err := s.TaskCheckpointCounts(ctx(t), j.ID); err != nil || c != (store.CheckpointCounts{}) {
+		t.Errorf("fresh job counts = %+v, %v; want none", c, err)
+	}
+	now := t0.Add(time.Minute)
+	// One checkpoint each: pending, published, failed, an object without
+	// an artifact, a number, a publish_status only nested (not counted);
+	// task 6 has none.
+	cps := []string{`{"artifact_path":"a","publish_status":"pending"}`, `{"artifact_id":"art_x","publish_status":"published"}`,
+		`{"publish_status":"failed"}`, `{"step":3}`, `42`, `{"inner":{"publish_status":"published"}}`}
+	for i, cp := range cps {
+		task, a := tf.Attempt(t, s, &tf.AttemptOpts{HostID: "wkr_a", Now: now})
+		if task.Index != int64(i) {
+			t.Fatalf("claimed task %d; want %d", task.Index, i)
+		}
+		if err := s.TaskSetProgress(ctx(t), &store.TaskSetProgressParams{TaskID: task.ID, Checkpoint: []byte(cp), Now: now}); err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			if err := s.TaskSetResumeState(ctx(t), task.ID, []byte(`{"attempt_number":2}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustFinish(t, s, &store.AttemptFinishParams{AttemptID: a.ID, Status: store.AttemptSucceeded, TaskStatus: store.TaskSucceeded,
+			TerminalKind: "exit", RetryDecision: "none", Now: now})
+	}
+	want := store.CheckpointCounts{Checkpointed: 6, Resumed: 2, Pending: 1, Published: 1, Failed: 1}
+	if c, err := s.TaskCheckpointCounts(ctx(t), j.ID); err != nil || c != want {
+		t.Errorf("counts = %+v, %v; want %+v", c, err, want)
+	}
+	if c, err := s.TaskCheckpointCounts(ctx(t), "job_nope"); err != nil || c != (store.CheckpointCounts{}) {
+		t.Errorf("missing job's counts = %+v, %v; want none", c, err)
 	}
 }

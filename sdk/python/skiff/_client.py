@@ -304,8 +304,24 @@ class Jobs:
     def output(self, job_id: str) -> dict[str, Any]:
         return self._c._call("GET", f"/api/v1/jobs/{_q(job_id)}/output")
 
-    def events(self, job_id: str) -> list[dict[str, Any]]:
-        return self._c._call("GET", f"/api/v1/jobs/{_q(job_id)}/events")["events"]
+    def events(self, job_id: str, newest: bool = False, after: int = 0) -> list[dict[str, Any]]:
+        """Every lifecycle event of the job by position, oldest first (newest
+        first with newest=True), from after on (before it when newest),
+        following each page's next_cursor."""
+        return list(self.events_iter(job_id, newest=newest, after=after))
+
+    def events_iter(self, job_id: str, newest: bool = False, after: int = 0) -> Iterator[dict[str, Any]]:
+        cursor_key = "before" if newest else "after"
+        query: dict[str, Any] = {"limit": self._c.page_size or 1000, "order": "newest" if newest else "oldest"}
+        if after:
+            query[cursor_key] = after
+        while True:
+            page = self._c._call("GET", f"/api/v1/jobs/{_q(job_id)}/events", query=query)
+            yield from page.get("events") or []
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+            query[cursor_key] = cursor
 
     def cancel(self, job_id: str, reason: str | None = None) -> dict[str, Any]:
         return self._c._call("PUT", f"/api/v1/jobs/{_q(job_id)}/cancel", body={"reason": reason} if reason else {})

@@ -106,7 +106,15 @@ class Jobs(unittest.TestCase):
         self.assertEqual(res["result_count"], 3)
         self.assertEqual(len(list(c.results.tasks(job["id"]))), 3)
         self.assertIn("ran 0", c.jobs.output(job["id"])["output"])
-        self.assertTrue(any(e["kind"] == "job.completed" for e in c.jobs.events(job["id"])))
+        events = c.jobs.events(job["id"])
+        self.assertEqual(events[0]["kind"], "job.submitted")
+        self.assertEqual(events[-1]["kind"], "job.completed")
+        positions = [e["position"] for e in events]
+        self.assertEqual(positions, sorted(positions))
+        paged = client(page_size=2).jobs.events(job["id"])  # two a page: every page followed
+        self.assertEqual([e["position"] for e in paged], positions)
+        newest = client(page_size=2).jobs.events(job["id"], newest=True)
+        self.assertEqual([e["position"] for e in newest], positions[::-1])
         with self.assertRaises(skiff.SkiffError) as cm:
             c.jobs.cancel(job["id"])
         self.assertEqual(cm.exception.status, 409)

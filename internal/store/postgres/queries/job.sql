@@ -39,3 +39,12 @@ SELECT id FROM accounts WHERE id = $1 FOR UPDATE;
 -- that inserts of the job's events, tasks and attempts elsewhere (their
 -- foreign keys take KEY SHARE) are not held up by it.
 SELECT 1 FROM jobs WHERE id = $1 FOR NO KEY UPDATE;
+
+-- name: TaskCheckpointCounts
+-- The common query with PostgreSQL's JSON operator: a checkpoint that is
+-- not an object (a number, a list) has no publish_status.
+SELECT COUNT(checkpoint), COUNT(resume_state),
+       COALESCE(SUM(CASE WHEN checkpoint::jsonb ->> 'publish_status' = 'pending' THEN 1 ELSE 0 END), 0),
+       COALESCE(SUM(CASE WHEN checkpoint::jsonb ->> 'publish_status' = 'published' THEN 1 ELSE 0 END), 0),
+       COALESCE(SUM(CASE WHEN checkpoint::jsonb ->> 'publish_status' = 'failed' THEN 1 ELSE 0 END), 0)
+FROM tasks WHERE job_id = $1;

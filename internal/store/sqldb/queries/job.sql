@@ -266,6 +266,18 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
 SELECT id, job_id, task_id, attempt_id, kind, data, created_at, position
 FROM job_events WHERE job_id = $1 ORDER BY position IS NULL, position, created_at, id LIMIT $2;
 
+-- name: JobEventPageOldest
+-- Committed events only (position NOT NULL): a page never shows an event
+-- whose place in the order is not final yet.
+SELECT id, job_id, task_id, attempt_id, kind, data, created_at, position
+FROM job_events WHERE job_id = $1 AND position > $2 AND position < $3
+ORDER BY position LIMIT $4;
+
+-- name: JobEventPageNewest
+SELECT id, job_id, task_id, attempt_id, kind, data, created_at, position
+FROM job_events WHERE job_id = $1 AND position > $2 AND position < $3
+ORDER BY position DESC LIMIT $4;
+
 -- name: JobEventFeedSelect
 -- "position > $1" also leaves out uncommitted events (NULL position).
 SELECT e.id, e.job_id, e.task_id, e.attempt_id, e.kind, e.data, e.created_at, e.position,

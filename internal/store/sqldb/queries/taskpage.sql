@@ -24,3 +24,13 @@ ORDER BY t.idx, a.number;
 SELECT COALESCE(SUM(CASE WHEN result IS NOT NULL AND TRIM(result) NOT IN ('', 'null') THEN 1 ELSE 0 END), 0),
        COALESCE(SUM(CASE WHEN output <> '' THEN 1 ELSE 0 END), 0)
 FROM tasks WHERE job_id = $1;
+
+-- name: TaskCheckpointCounts
+-- One pass over the job's tasks, like TaskResultCounts. publish_status is
+-- a top-level key of a checkpoint object that only the service writes
+-- (job/checkpoint.go). SQLite's json_extract; PostgreSQL overrides it.
+SELECT COUNT(checkpoint), COUNT(resume_state),
+       COALESCE(SUM(CASE WHEN json_extract(checkpoint, '$.publish_status') = 'pending' THEN 1 ELSE 0 END), 0),
+       COALESCE(SUM(CASE WHEN json_extract(checkpoint, '$.publish_status') = 'published' THEN 1 ELSE 0 END), 0),
+       COALESCE(SUM(CASE WHEN json_extract(checkpoint, '$.publish_status') = 'failed' THEN 1 ELSE 0 END), 0)
+FROM tasks WHERE job_id = $1;

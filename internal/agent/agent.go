@@ -122,6 +122,10 @@ type Config struct {
 	// result: writes past it fail with ENOSPC. It needs root and loop
 	// devices (the gvisor driver's hosts).
 	StorageQuota bool
+	// ImageCacheBytes bounds the image cache (Images) and the input cache
+	// (InputRoot) together: past it, the least recently used images and
+	// inputs that no attempt uses are removed (cachetrim.go). 0: unbounded.
+	ImageCacheBytes int64
 	// CacheBytes, with StorageQuota, bounds each project's cache directory
 	// (SKIFF_TASK_CACHE_DIR) on this host: a filesystem of its own of this
 	// size, kept between attempts. 0: unbounded.
@@ -207,6 +211,7 @@ type Agent struct {
 	images       *imageFetches
 	cacheMounts  *cacheMounts
 	inputFetches atomic.Int64 // input fetches that went to the controller
+	trimMu       sync.Mutex   // one cache trim at a time (cachetrim.go)
 	gpus         *gpu.Allocator
 
 	mu       sync.Mutex
@@ -290,7 +295,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	return &Agent{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, running: make(map[string]*attempt),
-		inputs:      &inputCache{dir: cfg.InputRoot},
+		inputs:      &inputCache{dir: cfg.InputRoot, now: cfg.Clock.Now},
 		images:      &imageFetches{root: strings.TrimRight(cfg.WorkRoot, "/") + "-images", log: cfg.Logger},
 		cacheMounts: &cacheMounts{root: cfg.CacheMountRoot, maxBytes: cfg.CacheMountMaxBytes, volumeBytes: cacheMountBytes(&cfg), log: cfg.Logger, inUse: map[string]int{}},
 		gpus:        gpu.NewAllocator(cfg.Capacity.GPUs)}, nil

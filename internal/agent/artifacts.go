@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/skiffhq/skiff/internal/agentproto"
 	"github.com/skiffhq/skiff/internal/sandbox"
@@ -51,9 +52,11 @@ type UploadParams struct {
 // is 0700: the bytes reach a task through its own read-only inputs dir.
 type inputCache struct {
 	dir string
+	now func() time.Time // dates a hit (eviction is least recently used first)
 
 	mu       sync.Mutex
 	inflight map[string]*fetchCall
+	pins     map[string]int // key -> attempts using it (cachetrim.go)
 }
 
 type fetchCall struct {
@@ -66,6 +69,9 @@ type fetchCall struct {
 func (c *inputCache) get(ctx context.Context, key string, fetch func(w io.Writer) (string, error)) (string, error) {
 	final := filepath.Join(c.dir, filepath.FromSlash(key))
 	if _, err := os.Stat(final); err == nil {
+		if c.now != nil {
+			_ = os.Chtimes(final, c.now(), c.now())
+		}
 		return final, nil
 	}
 	c.mu.Lock()
@@ -159,6 +165,7 @@ func (at *attempt) resolveInputs(ctx context.Context) ([]sandbox.Input, error) {
 			return nil, fmt.Errorf("input %s has a malformed sha256", in.ID)
 		}
 		key = scope + "/" + key
+		at.pin(at.a.inputs.pin(key))
 		p, err := at.a.inputs.get(ctx, key, func(w io.Writer) (string, error) {
 			at.a.inputFetches.Add(1)
 			// Stopped at the size the controller declares for it, so a

@@ -33,6 +33,9 @@ type attempt struct {
 	// workDir is the attempt's directory once execute made it; run
 	// removes it after queuing the finished report.
 	workDir string
+	// pins release the attempt's hold on its image and inputs in the
+	// host's caches (cachetrim.go) when execute returns.
+	pins []func()
 }
 
 // kill stops the attempt; shutdown says whether the host is going away
@@ -110,6 +113,8 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 	if !sandbox.ValidAttemptID(asg.ProjectID) {
 		return nil, fmt.Errorf("invalid project id %q", asg.ProjectID)
 	}
+	defer at.releasePins()
+	at.pin(cfg.Images.Pin(asg.ImageDigest))
 	var img *ociimage.Image
 	var err error
 	switch {
@@ -171,6 +176,8 @@ func (at *attempt) execute(ctx context.Context, out *output) (*agentproto.Outcom
 	if err != nil {
 		return nil, err
 	}
+	// What this attempt uses is pinned: the caches make room around it.
+	at.a.trimCaches(ctx)
 	// Before the sandbox starts, so the fetch is neither metered nor
 	// counted against the task's timeout.
 	mounts, release, err := at.mounts(ctx, img.RootFS)

@@ -22,7 +22,12 @@ type dataFlags struct {
 	cacheGB       float64
 	allowPrivate  bool
 	cacheMountsGB float64
+	imageCacheGB  float64
 }
+
+// DefaultImageCacheGB bounds a host's image and input caches: a few dozen
+// revisions' images, without filling a disk lent for tasks.
+const DefaultImageCacheGB = 20
 
 func (d *dataFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.hubEndpoint, "huggingface-endpoint", datasrc.DefaultHubEndpoint, "base URL of the Hugging Face hub, or of a mirror, for huggingface data sources (as HF_ENDPOINT for the hub's clients) (env SKIFF_HUGGINGFACE_ENDPOINT)")
@@ -30,12 +35,13 @@ func (d *dataFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.hubTokenRepos, "huggingface-token-repos", "", "comma-separated repos (org/name, or patterns such as org/*) that --huggingface-token-file's token may fetch; any other repo is fetched with the tenant's own token (its project env, HF_TOKEN by default) or none. Empty: the token is used for no repo (env SKIFF_HUGGINGFACE_TOKEN_REPOS)")
 	fs.Float64Var(&d.cacheGB, "data-source-cache-gb", 0, "GiB of fetched data sources a host keeps; past it, least recently used sources no task holds are removed (0: no cap) (env SKIFF_DATA_SOURCE_CACHE_GB)")
 	fs.BoolVar(&d.allowPrivate, "data-source-allow-private", false, "let data sources download from loopback, link-local or private addresses (env SKIFF_DATA_SOURCE_ALLOW_PRIVATE)")
+	fs.Float64Var(&d.imageCacheGB, "image-cache-gb", DefaultImageCacheGB, "GiB of unpacked images and artifact inputs a host keeps cached; past it, the least recently used no running task uses are removed (0: no cap) (env SKIFF_IMAGE_CACHE_GB)")
 	fs.Float64Var(&d.cacheMountsGB, "cache-mounts-gb", 0, "GiB of cache mounts a host keeps; past it, least recently used caches no task holds are removed whole (0: no cap) (env SKIFF_CACHE_MOUNTS_GB)")
 }
 
 func (d *dataFlags) validate() error {
-	if d.cacheGB < 0 || d.cacheMountsGB < 0 {
-		return errors.New("--data-source-cache-gb and --cache-mounts-gb must not be negative")
+	if d.cacheGB < 0 || d.cacheMountsGB < 0 || d.imageCacheGB < 0 {
+		return errors.New("--data-source-cache-gb, --cache-mounts-gb and --image-cache-gb must not be negative")
 	}
 	return nil
 }

@@ -192,16 +192,17 @@ func runHost(ctx context.Context, e *env, args []string) error {
 		Images: &ociimage.Cache{Root: filepath.Join(base, "images"), MountPoints: sandbox.MountPoints(), Logger: log},
 		// Its own seeds directory, never a path the controller names on
 		// its machine; images come by URL only.
-		SeedRoot:  filepath.Join(dataDir, "seeds"),
-		WorkRoot:  filepath.Join(base, "work"),
-		InputRoot: filepath.Join(base, "inputs"),
-		CacheRoot: filepath.Join(base, "cache"),
-		Slots:     slots,
-		Profile:   prof,
-		Capacity:  agentproto.Capacity{CPU: cpus, MemoryMB: int64(memGB * 1024), StorageGB: storageGB},
-		GPU:       gpus,
-		PollWait:  f.leaseWait,
-		Logger:    log,
+		SeedRoot:        filepath.Join(dataDir, "seeds"),
+		WorkRoot:        filepath.Join(base, "work"),
+		InputRoot:       filepath.Join(base, "inputs"),
+		CacheRoot:       filepath.Join(base, "cache"),
+		Slots:           slots,
+		ImageCacheBytes: gib(f.data.imageCacheGB),
+		Profile:         prof,
+		Capacity:        agentproto.Capacity{CPU: cpus, MemoryMB: int64(memGB * 1024), StorageGB: storageGB},
+		GPU:             gpus,
+		PollWait:        f.leaseWait,
+		Logger:          log,
 	}
 	f.disk.apply(&cfg, cfg.WorkRoot, f.driver == "gvisor")
 	a, err := agent.New(cfg)

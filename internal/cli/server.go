@@ -196,7 +196,8 @@ func (f *serverFlags) config(log *slog.Logger) (server.Config, error) {
 	}
 	host := server.HostConfig{Disabled: f.host.disabled, Driver: f.host.driver, AllowUnisolated: f.host.allowUnisolated,
 		Slots: f.host.slots, Warm: f.host.warm, CPUs: f.host.cpus, MemoryMB: f.host.memoryMB,
-		GPUs: f.host.gpus, GPUDriverDir: f.host.gpuDriverDir, CacheMountsMaxBytes: gib(f.data.cacheMountsGB)}
+		GPUs: f.host.gpus, GPUDriverDir: f.host.gpuDriverDir, CacheMountsMaxBytes: gib(f.data.cacheMountsGB),
+		ImageCacheBytes: gib(f.data.imageCacheGB)}
 	f.disk.hostConfig(&host)
 	return server.Config{
 		DataDir: f.dataDir, DatabaseURL: f.databaseURL,

@@ -38,6 +38,23 @@ type Local struct {
 
 	mu     sync.Mutex
 	warmed map[string]string // project id -> rootfs of the revision its pool is for
+	// warmImages is project id -> the image of the revision its pool is
+	// for: the image sweep keeps them (WarmImages).
+	warmImages map[string]string
+	// warmPins release the pools' images in the host's image cache, which
+	// the host's cache trim would otherwise remove under their sandboxes.
+	warmPins map[string]func()
+	// trim, once set (SetTrim), keeps the image cache within its bounds
+	// after Prepare unpacked an image.
+	trim func(ctx context.Context)
+}
+
+// SetTrim makes Prepare call trim after it unpacked an image (the host's
+// cache trim, which keeps pinned images).
+func (l *Local) SetTrim(trim func(ctx context.Context)) {
+	l.mu.Lock()
+	l.trim = trim
+	l.mu.Unlock()
 }
 
 // DataSourceFetcher fetches a data source onto the host and holds it until
@@ -95,6 +112,15 @@ func (l *Local) Prepare(ctx context.Context, hostID string, pu *store.Push) erro
 			return err
 		}
 	}
+	// Pinned from before the unpack: kept for a warm pool, released
+	// otherwise.
+	release := l.cache.Pin(pu.ImageDigest)
+	pinned := false
+	defer func() {
+		if !pinned {
+			release()
+		}
+	}()
 	img, err := l.cache.Unpack(ctx, dir, pu.ImageDigest)
 	if err != nil {
 		return fmt.Errorf("unpack image: %w", err)
@@ -114,7 +140,25 @@ func (l *Local) Prepare(ctx context.Context, hostID string, pu *store.Push) erro
 			l.warmed = map[string]string{}
 		}
 		l.warmed[pu.ProjectID] = img.RootFS
+		if l.warmImages == nil {
+			l.warmImages = map[string]string{}
+		}
+		l.warmImages[pu.ProjectID] = pu.ImageDigest
+		if l.warmPins == nil {
+			l.warmPins = map[string]func(){}
+		}
+		if prev := l.warmPins[pu.ProjectID]; prev != nil {
+			prev() // the previous revision's pool is replaced
+		}
+		l.warmPins[pu.ProjectID] = release
+		pinned = true
 		l.mu.Unlock()
+	}
+	l.mu.Lock()
+	trim := l.trim
+	l.mu.Unlock()
+	if trim != nil && img.Fresh {
+		trim(ctx)
 	}
 	return nil
 }

@@ -54,7 +54,24 @@ func (l *Local) Drop(_ context.Context, hostID, projectID string) {
 	l.warm.Warmer.DropWarm(filepath.Join(l.warm.CacheRoot, projectID))
 	l.mu.Lock()
 	delete(l.warmed, projectID)
+	delete(l.warmImages, projectID)
+	if release := l.warmPins[projectID]; release != nil {
+		release()
+		delete(l.warmPins, projectID)
+	}
 	l.mu.Unlock()
+}
+
+// WarmImages lists the images of the revisions the host keeps warm
+// sandboxes of: their root filesystems are in use while the pools live.
+func (l *Local) WarmImages() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.warmImages))
+	for _, d := range l.warmImages {
+		out = append(out, d)
+	}
+	return out
 }
 
 // WarmCapacity is how many sandboxes of revision pu the host keeps booted

@@ -45,7 +45,7 @@ die() {
 
 usage() {
 	echo 'usage: sh -s -- --code-file FILE [--skiff-sha256 HEX --runsc-sha256 HEX] [--cpus N] [--memory-gb G] [--gpus K]' >&2
-	echo '       [--gpu-memory-mb M] [--storage-gb G] [--slots N] [--controller URL[,URL...]] [--data-dir DIR] [--prefix DIR]' >&2
+	echo '       [--gpu-memory-mb M] [--storage-gb G] [--slots N] [--image-cache-gb G] [--controller URL[,URL...]] [--data-dir DIR] [--prefix DIR]' >&2
 	echo '       [--foreground] [--insecure-http]' >&2
 	exit 2
 }
@@ -77,7 +77,7 @@ while [ $# -gt 0 ]; do
 	--code-file) CODE_FILE=$2 ;;
 	--skiff-sha256) SKIFF_SUM=$2 ;;
 	--runsc-sha256) RUNSC_SUM=$2 ;;
-	--cpus | --memory-gb | --gpus | --gpu-memory-mb | --storage-gb | --slots)
+	--cpus | --memory-gb | --gpus | --gpu-memory-mb | --storage-gb | --slots | --image-cache-gb)
 		number "$1" "$2"
 		HOST_FLAGS="$HOST_FLAGS $1 $2"
 		;;

@@ -20,8 +20,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/skiffhq/skiff/internal/artifact"
+	"github.com/skiffhq/skiff/internal/clock"
 )
 
 // Source opens an image's OCI layout by its manifest digest
@@ -49,6 +51,12 @@ type Shared struct {
 	Root string
 	Blob artifact.Blob
 	Log  *slog.Logger
+	// Refresh: Publish writes again a blob the store holds already when
+	// that copy is older than Refresh, so that a blob a new image reuses is
+	// always younger than the sweep's retention, which spares it (set it
+	// to half the retention). 0: a blob present is never written again.
+	Refresh time.Duration
+	Clock   clock.Clock // for Refresh
 
 	mu sync.Mutex // one fetch at a time: a layout is fetched once
 }
@@ -57,7 +65,8 @@ type Shared struct {
 const maxManifestBytes = 4 << 20
 
 // Publish uploads the blobs of the layout of digest under Root, skipping
-// those the store has already (layers shared with earlier images).
+// those the store has already (layers shared with earlier images) unless
+// they are older than Refresh.
 func (s *Shared) Publish(ctx context.Context, digest string) error {
 	h, err := digestHex(digest)
 	if err != nil {
@@ -69,7 +78,7 @@ func (s *Shared) Publish(ctx context.Context, digest string) error {
 		return fmt.Errorf("publish image %s: %w", digest, err)
 	}
 	for _, e := range entries {
-		if _, err := s.Blob.Stat(ctx, e.Name()); err == nil {
+		if info, err := s.Blob.Stat(ctx, e.Name()); err == nil && (s.Refresh <= 0 || s.Clock.Now().Sub(info.ModTime) < s.Refresh) {
 			continue
 		}
 		if err := s.put(ctx, filepath.Join(dir, e.Name())); err != nil {

@@ -24,6 +24,7 @@ const (
 type metadata struct {
 	Digest string `json:"digest"`
 	Config Config `json:"config"`
+	Bytes  int64  `json:"bytes,omitempty"` // the root filesystem's files, for eviction
 }
 
 // Unpack unpacks the image with manifest digest from the OCI layout at
@@ -78,6 +79,7 @@ func (c *Cache) Unpack(ctx context.Context, layoutDir, digest string) (*Image, e
 		return nil, fmt.Errorf("commit unpacked image: %w", err)
 	}
 	done = true
+	c.touch(dir)
 	log.Info("unpacked image", "dir", dir)
 	return &Image{Digest: digest, Dir: dir, RootFS: filepath.Join(dir, rootfsName), Config: cfg, Fresh: true}, nil
 }
@@ -113,7 +115,7 @@ func (c *Cache) unpackInto(ctx context.Context, layoutDir, digest, dir string) (
 		return Config{}, err
 	}
 	c.makeMountPoints(rootfs)
-	b, err := json.Marshal(metadata{Digest: digest, Config: cfg})
+	b, err := json.Marshal(metadata{Digest: digest, Config: cfg, Bytes: treeBytes(rootfs)})
 	if err != nil {
 		return Config{}, fmt.Errorf("encode metadata: %w", err)
 	}
@@ -168,6 +170,7 @@ func (c *Cache) Lookup(digest string) (*Image, bool, error) {
 	if m.Digest != digest {
 		return nil, false, fmt.Errorf("image cache entry %s holds %s", dir, m.Digest)
 	}
+	c.touch(dir)
 	return &Image{Digest: digest, Dir: dir, RootFS: filepath.Join(dir, rootfsName), Config: m.Config}, true, nil
 }
 

@@ -11,6 +11,9 @@ package ociimage
 import (
 	"context"
 	"log/slog"
+	"sync"
+
+	"github.com/skiffhq/skiff/internal/clock"
 )
 
 // Image is an unpacked image in the cache.
@@ -65,6 +68,11 @@ type Cache struct {
 	// the first run.
 	MountPoints []string
 	Logger      *slog.Logger
+	// Clock dates the entries' last use (evict.go); nil: the system clock.
+	Clock clock.Clock
+
+	pinMu sync.Mutex
+	pins  map[string]int // digest -> attempts using it (Pin)
 }
 
 func (c *Cache) logger() *slog.Logger {

@@ -140,6 +140,10 @@ type HostConfig struct {
 	ProjectCacheBytes, ProjectCacheMountBytes int64
 	// CacheMountsMaxBytes caps all cache mounts together (0: no cap).
 	CacheMountsMaxBytes int64
+	// ImageCacheBytes caps the local host's image and input caches
+	// together, least recently used first (agent.Config.ImageCacheBytes;
+	// 0: no cap).
+	ImageCacheBytes int64
 }
 
 // FairConfig is the build queue's shape and the per-account caps.
@@ -204,4 +208,8 @@ type ArtifactsConfig struct {
 	StoreURL, S3Endpoint, S3Region string
 	AllowPrivate                   bool
 	JobRetention                   time.Duration // 0: store.DefaultJobRetention
+	// ImageRetention is how long an image nothing refers to is kept
+	// (0: imagestore.DefaultRetention); the image sweep runs every
+	// ImageSweepInterval (0: a minute).
+	ImageRetention, ImageSweepInterval time.Duration
 }

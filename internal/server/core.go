@@ -45,6 +45,7 @@ func (c *core) stop() {
 func (s *Server) startCore(ctx context.Context) (*core, error) {
 	log, d, ctrl := s.log, s.duties, s.ctrl
 	builder := s.builder(ctx)
+	s.startImageSweeps(builder)
 	host, err := s.newLocalAgent(ctx)
 	if err != nil {
 		return nil, err
@@ -104,10 +105,7 @@ func (s *Server) builder(ctx context.Context) project.ImageBuilder {
 	if builder == nil {
 		builder = s.buildah(ctx)
 	}
-	if s.shared.images != nil {
-		builder = publishingBuilder{ImageBuilder: builder, images: s.shared.images}
-	}
-	return builder
+	return publishingBuilder{ImageBuilder: builder, images: s.shared.images, db: s.db, clk: s.clk}
 }
 
 // buildah is the production builder, or one that fails every build with

@@ -22,6 +22,7 @@ const (
 	dutySweeps     = "sweeps"      // artifact grace and job retention
 	dutyPayments   = "payments"    // finishing settlements left pending
 	dutyPriceFeed  = "price-feed"  // polling the price feed
+	// dutyImages ("images", images.go): deleting unreferenced images.
 )
 
 // duties is how this controller shares singleton work with the others on

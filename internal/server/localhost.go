@@ -99,7 +99,7 @@ func (s *Server) newLocalAgent(ctx context.Context) (*agent.Agent, error) {
 		Driver:     driver, Images: s.local.images,
 		WorkRoot:    filepath.Join(base, "work"),
 		CacheRoot:   filepath.Join(base, "cache"),
-		DataSources: s.local.data, CacheMountMaxBytes: h.CacheMountsMaxBytes,
+		DataSources: s.local.data, CacheMountMaxBytes: h.CacheMountsMaxBytes, ImageCacheBytes: h.ImageCacheBytes,
 		// The controller's own host shares its filesystem: images by
 		// path, and seeds from the controller's seeds directory only.
 		LayoutsInPlace: true, SeedRoot: filepath.Join(s.dataDir, "seeds"),
@@ -112,6 +112,7 @@ func (s *Server) newLocalAgent(ctx context.Context) (*agent.Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local host: %w", err)
 	}
+	s.local.local.SetTrim(a.TrimCaches)
 	s.local.driver = driver
 	return a, nil
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 
 	"github.com/skiffhq/skiff/internal/artifact"
+	"github.com/skiffhq/skiff/internal/clock"
 	"github.com/skiffhq/skiff/internal/imagestore"
 	"github.com/skiffhq/skiff/internal/project"
+	"github.com/skiffhq/skiff/internal/store"
 )
 
 // sharedBytes are what several controllers keep in the shared blob store
@@ -36,22 +38,33 @@ func (s *Server) openShared(ctx context.Context, imagesDir string) (sharedBytes,
 		return sb, nil
 	}
 	sb.contexts = artifact.Files{Blob: pushes, Limit: project.MaxPushBytes}
-	sb.images = &imagestore.Shared{Root: imagesDir, Blob: imgs, Log: s.log.With("component", "images")}
+	sb.images = &imagestore.Shared{Root: imagesDir, Blob: imgs, Log: s.log.With("component", "images"),
+		Refresh: s.imageRetention() / 2, Clock: s.clk}
 	return sb, nil
 }
 
-// publishingBuilder publishes each image it builds to the shared store
+// publishingBuilder records each image it builds as referenced (so that
+// the image sweep gives it a whole retention, even when the same image was
+// about to be deleted) and, with a shared store, publishes it there, both
 // before the push is recorded published, so no host asks for an image the
 // other controllers cannot fetch.
 type publishingBuilder struct {
 	project.ImageBuilder
-	images *imagestore.Shared
+	images *imagestore.Shared // nil: no shared store
+	db     store.ImageStore
+	clk    clock.Clock
 }
 
 func (p publishingBuilder) Build(ctx context.Context, req project.BuildRequest) (*project.BuildResult, error) {
 	res, err := p.ImageBuilder.Build(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if err := p.db.ImagesSeen(ctx, []string{res.ImageDigest}, nil, p.clk.Now()); err != nil {
+		return nil, fmt.Errorf("record the image: %w", err)
+	}
+	if p.images == nil {
+		return res, nil
 	}
 	if err := p.images.Publish(ctx, res.ImageDigest); err != nil {
 		return nil, fmt.Errorf("publish image to the shared store: %w", err)

@@ -62,4 +62,5 @@ type Querier interface {
 	LeaseStore
 	HostStore
 	SharedValueStore
+	ImageStore
 }

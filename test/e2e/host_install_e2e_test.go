@@ -71,7 +71,7 @@ func TestHostInstallerEndToEnd(t *testing.T) {
 	if err := os.WriteFile(codeFile, []byte(code+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	host := runInstaller(t, srv.URL, "--code-file", codeFile, "--cpus", "1", "--memory-gb", "1", "--prefix", prefix, "--foreground")
+	host := runInstaller(t, srv.URL, "--code-file", codeFile, "--cpus", "1", "--memory-gb", "1", "--image-cache-gb", "5", "--prefix", prefix, "--foreground")
 
 	// What it installed: the controller's binaries, byte for byte, and a
 	// unit that starts the host with the owner's share.
@@ -93,7 +93,7 @@ func TestHostInstallerEndToEnd(t *testing.T) {
 	dataDir := filepath.Join(prefix, "var", "lib", "skiff-host")
 	unit, err := os.ReadFile(filepath.Join(prefix, "etc", "systemd", "system", "skiff-host.service"))
 	wantExec := "ExecStart=" + filepath.Join(prefix, "bin", "skiff") + " host --controller " + srv.URL + " --data-dir " + dataDir +
-		" --runsc " + filepath.Join(prefix, "lib", "skiff", "runsc") + " --cpus 1 --memory-gb 1 --code-file " + filepath.Join(dataDir, "enrollment-code") + "\n"
+		" --runsc " + filepath.Join(prefix, "lib", "skiff", "runsc") + " --cpus 1 --memory-gb 1 --image-cache-gb 5 --code-file " + filepath.Join(dataDir, "enrollment-code") + "\n"
 	if err != nil || !strings.Contains(string(unit), wantExec) {
 		t.Fatalf("unit %v:\n%s\nwant the line %q", err, unit, wantExec)
 	}

@@ -17,7 +17,8 @@ const nullNetNSName = "null-netns"
 // Cleanup implements sandbox.Driver. Every container in the state dir is
 // ours (the dir belongs to this driver), so each one left by a previous
 // crash is force-deleted; then the empty cgroups under CgroupParent go,
-// and the empty network namespace that runsc pins for its gofers under the
+// and CgroupParent itself; then the cgroup parents of drivers whose
+// processes died (cgroupowner.go); and the empty network namespace that runsc pins for its gofers under the
 // state dir is unmounted (runsc pins a new one at the next run). Call it at
 // start-up and again at shutdown, when no Run is in flight.
 func (d *Driver) Cleanup(ctx context.Context) error {
@@ -42,6 +43,12 @@ func (d *Driver) Cleanup(ctx context.Context) error {
 	if n > 0 {
 		d.log.Info("removed leftover cgroups", "count", n)
 	}
+	// The parent goes too (runsc makes it again for the next attempt), so
+	// that a stopped server or host leaves no cgroup directory behind.
+	if err := removeCgroup("/" + d.cfg.CgroupParent); err != nil && !isBusy(err) {
+		errs = append(errs, err)
+	}
+	d.reapDeadOwners()
 	if err := unmountNullNetNS(d.cfg.StateDir); err != nil {
 		errs = append(errs, err)
 	}
@@ -62,4 +69,27 @@ func unmountNullNetNS(stateDir string) error {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}
 	return nil
+}
+
+// reapDeadOwners claims this driver's cgroup parent (once) and removes the
+// parents that killed drivers left on this machine. Neither is fatal: a
+// driver that cannot use the registry runs as before, leaving only its
+// own empty parent behind if it is killed.
+func (d *Driver) reapDeadOwners() {
+	d.ownerMu.Lock()
+	defer d.ownerMu.Unlock()
+	if d.owner == nil {
+		f, err := claimCgroupParent(d.cfg.CgroupRegistry, d.cfg.CgroupParent)
+		if err != nil {
+			d.log.Warn("cgroup parent not registered: if this process is killed, its empty cgroups stay", "err", err)
+		}
+		d.owner = f
+	}
+	reaped, err := reapDeadCgroupParents(d.cfg.CgroupRegistry, d.cfg.CgroupParent)
+	if len(reaped) > 0 {
+		d.log.Info("removed cgroups of killed servers or hosts", "parents", reaped)
+	}
+	if err != nil {
+		d.log.Warn("removing cgroups of killed servers or hosts", "err", err)
+	}
 }

@@ -18,10 +18,13 @@ const (
 	DefaultStateDir     = "/run/skiff/runsc"
 	DefaultPlatform     = "systrap"
 	DefaultCgroupParent = "skiff"
-	DefaultGrace        = 5 * time.Second
-	DefaultKillWait     = 10 * time.Second
-	DefaultWaitDelay    = 5 * time.Second
-	DefaultNoFile       = 4096
+	// DefaultCgroupRegistry is machine-wide: every driver on the machine
+	// must use the same one to find the parents of dead ones.
+	DefaultCgroupRegistry = "/run/skiff/cgroups"
+	DefaultGrace          = 5 * time.Second
+	DefaultKillWait       = 10 * time.Second
+	DefaultWaitDelay      = 5 * time.Second
+	DefaultNoFile         = 4096
 	// DefaultPidsOverhead: the pids cgroup counts the sandbox's host
 	// threads (sentry, gofer, systrap stubs), 31 for an idle Go runner on 2
 	// cores and more on bigger hosts; a sandbox started under 32 fails with
@@ -47,8 +50,13 @@ type Config struct {
 	Platform string
 	// CgroupParent names the cgroup directory that holds one child per
 	// attempt (linux.cgroupsPath = /<CgroupParent>/<attempt id>). Cleanup
-	// removes empty children of it, so give each driver its own.
+	// removes empty children of it and then the parent itself, so give
+	// each driver its own.
 	CgroupParent string
+	// CgroupRegistry is where the driver claims CgroupParent for the life
+	// of its process, and where Cleanup finds the parents of drivers that
+	// were killed and removes their cgroups (cgroupowner.go).
+	CgroupRegistry string
 	// ExtraFlags are added to every runsc invocation before the subcommand
 	// (e.g. "--debug", "--debug-log=/var/log/runsc/"). Flags this driver
 	// owns (--root, --platform, --network) are refused.
@@ -95,6 +103,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CgroupParent == "" {
 		c.CgroupParent = DefaultCgroupParent
+	}
+	if c.CgroupRegistry == "" {
+		c.CgroupRegistry = DefaultCgroupRegistry
 	}
 	if c.Grace == 0 {
 		c.Grace = DefaultGrace

@@ -34,6 +34,10 @@ type Driver struct {
 	later sync.WaitGroup
 	// warm is the pools of pre-started sandboxes (warm.go).
 	warm warmState
+	// owner holds the claim on the cgroup parent (cgroupowner.go), taken
+	// by the first Cleanup and kept open until the process exits.
+	ownerMu sync.Mutex
+	owner   *os.File
 }
 
 // New checks cfg (after filling in defaults) and the host: runsc must be

@@ -262,7 +262,7 @@ func TestRunscErrorIsReported(t *testing.T) {
 
 // TestCleanupRemovesLeftovers leaves a created (never started) container
 // and an empty cgroup behind, as a crashed agent would, and expects Cleanup
-// to remove both.
+// to remove both, and the cgroup parent itself.
 func TestCleanupRemovesLeftovers(t *testing.T) {
 	d, f := newTestDriver(t)
 	spec := f.Spec(t, sandboxtest.Payload{})
@@ -305,7 +305,7 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	if err := d.Cleanup(ctx); err != nil {
 		t.Fatalf("Cleanup: %v", err)
 	}
-	for _, p := range []string{d.cgroupPath(spec.AttemptID), stray} {
+	for _, p := range []string{d.cgroupPath(spec.AttemptID), stray, "/" + d.cfg.CgroupParent} {
 		if ok, err := cgroupExists(p); err != nil || ok {
 			t.Errorf("cgroup %s: still there after Cleanup (%v)", p, err)
 		}

@@ -64,6 +64,9 @@ func Run(t *testing.T, newStore Factory) {
 	for name, fn := range sharedValueTests {
 		tests[name] = fn
 	}
+	for name, fn := range imageTests {
+		tests[name] = fn
+	}
 	for name, fn := range hostTests {
 		tests[name] = fn
 	}

@@ -144,6 +144,13 @@ func (s *Server) artifactGet(w http.ResponseWriter, r *http.Request) error {
 // envelope rather than a download cut short. A redirect to the URL would
 // check nothing and hand the user's client a URL the service may not
 // reach.
+// External-artifact downloads one account may have in flight, and the
+// Retry-After of the 429 past them.
+const (
+	maxExternalFetchesPerAccount = 2
+	externalFetchRetryAfter      = 5
+)
+
 func (s *Server) artifactGetExternal(w http.ResponseWriter, r *http.Request, a *store.Artifact) error {
 	// With a registered digest the content is known without a fetch:
 	// what does not match it is never served.
@@ -154,6 +161,16 @@ func (s *Server) artifactGetExternal(w http.ResponseWriter, r *http.Request, a *
 		s.log.WarnContext(r.Context(), "external artifact download refused: data dir low on disk", "artifact_id", a.ID, "why", why)
 		return errDiskFull()
 	}
+	// Each fetch spools the whole file (up to the upload cap) on the data
+	// disk: an account gets a few at once, not the disk.
+	release, ok := s.externalFetches.acquire(principal(r.Context()).Account.ID, maxExternalFetchesPerAccount)
+	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(externalFetchRetryAfter))
+		return fault.New(fault.KindRateLimited, "too_many_external_downloads",
+			fmt.Sprintf("Wait for your other downloads of external artifacts to finish (at most %d at once per account), then retry.", maxExternalFetchesPerAccount),
+			"this account is already downloading %d external artifacts", maxExternalFetchesPerAccount).With("limit", maxExternalFetchesPerAccount)
+	}
+	defer release()
 	sp, err := s.artifacts.FetchExternal(r.Context(), a)
 	if err != nil {
 		if fault.Is(err, fault.KindBadGateway) {

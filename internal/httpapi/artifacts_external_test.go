@@ -135,3 +135,58 @@ func testArtifactExternalDownloadRefused(t *testing.T, f *fixture) {
 		t.Errorf("the refused address got %d requests, want 0", n)
 	}
 }
+
+// Each external download spools the whole file on the data disk, so an
+// account has at most two in flight: a third is a 429 with Retry-After,
+// another account is not affected, and a slot is free again once a
+// download ends.
+func testArtifactExternalDownloadsPerAccount(t *testing.T, f *fixture) {
+	held := make(chan struct{})
+	arrived := make(chan struct{}, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-held
+		_, _ = w.Write([]byte("slow"))
+	}))
+	t.Cleanup(srv.Close)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(held)
+		}
+	}
+	t.Cleanup(release)
+	_, c := withArtifacts(t, f, artifact.Config{AllowPrivate: true})
+	a := registerExternal(t, c, srv.URL+"/slow.bin", "")
+	done := make(chan int, 2)
+	for range 2 {
+		go func() {
+			req, _ := http.NewRequest(http.MethodGet, c.BaseURL+"/api/v1/artifacts/"+a.ID, nil)
+			req.Header.Set("Authorization", "Bearer "+c.Token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+	}
+	<-arrived
+	<-arrived
+	r := c.Get(t, "/api/v1/artifacts/"+a.ID)
+	env := r.Fail(t, http.StatusTooManyRequests)
+	if env.Code != "too_many_external_downloads" || r.Header.Get("Retry-After") == "" {
+		t.Errorf("a third download at once: got %q Retry-After %q, want too_many_external_downloads with Retry-After", env.Code, r.Header.Get("Retry-After"))
+	}
+	release()
+	for range 2 {
+		if code := <-done; code != http.StatusOK {
+			t.Errorf("a held download ended %d, want 200", code)
+		}
+	}
+	if got := c.Get(t, "/api/v1/artifacts/"+a.ID).Want(t, http.StatusOK).Body; string(got) != "slow" {
+		t.Errorf("after the others ended: got %q, want the file", got)
+	}
+}

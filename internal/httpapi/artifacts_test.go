@@ -47,6 +47,7 @@ func artifactSuite() []apiCase {
 		{"external_urls", testArtifactExternal},
 		{"external_download", testArtifactExternalDownload},
 		{"external_download_refused_address", testArtifactExternalDownloadRefused},
+		{"external_downloads_per_account", testArtifactExternalDownloadsPerAccount},
 		{"retention_purges_old_jobs", testArtifactRetention},
 	}
 }

@@ -94,7 +94,10 @@ type Server struct {
 	limitAddress, limitIP *ratelimit.Keyed
 
 	streams    StreamConfig
-	streamCaps streamCaps
+	streamCaps accountSlots // open streams
+	// externalFetches are the external-artifact downloads each account
+	// has in flight: each spools up to the upload cap on the data disk.
+	externalFetches accountSlots
 	// streamer runs the streams (package event); this package writes
 	// their frames as server-sent events.
 	streamer *event.Streams

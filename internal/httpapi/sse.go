@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/skiffhq/skiff/internal/event"
@@ -48,35 +47,19 @@ func (c *StreamConfig) fill() {
 	}
 }
 
-// streamCaps counts the open streams of each account.
-type streamCaps struct {
-	mu   sync.Mutex
-	open map[string]int
-}
-
 // streamRetryAfter is the Retry-After of a 429 for too many streams.
 const streamRetryAfter = 5
 
-func (c *streamCaps) acquire(w http.ResponseWriter, accountID string, limit int) (func(), error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.open == nil {
-		c.open = map[string]int{}
-	}
-	if c.open[accountID] >= limit {
+// acquireStream holds one of the account's open-stream slots.
+func (s *Server) acquireStream(w http.ResponseWriter, accountID string, limit int) (func(), error) {
+	release, ok := s.streamCaps.acquire(accountID, limit)
+	if !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
 		return nil, fault.New(fault.KindRateLimited, "too_many_streams",
 			fmt.Sprintf("Close one of your open streams, or watch several jobs on one GET /api/v1/jobs/watch stream; retry after %d s.", streamRetryAfter),
 			"this account already holds %d open streams, the most allowed", limit).With("limit", limit)
 	}
-	c.open[accountID]++
-	return func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.open[accountID]--; c.open[accountID] <= 0 {
-			delete(c.open, accountID)
-		}
-	}, nil
+	return release, nil
 }
 
 // lastEventID reads where a client resumes: the Last-Event-ID header (what

@@ -28,7 +28,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, spec *event
 	if err := s.streamer.Available(); err != nil {
 		return err
 	}
-	release, err := s.streamCaps.acquire(w, principal(ctx).Account.ID, s.streams.PerAccount)
+	release, err := s.acquireStream(w, principal(ctx).Account.ID, s.streams.PerAccount)
 	if err != nil {
 		return err
 	}

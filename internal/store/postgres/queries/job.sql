@@ -48,3 +48,22 @@ SELECT COUNT(checkpoint), COUNT(resume_state),
        COALESCE(SUM(CASE WHEN checkpoint::jsonb ->> 'publish_status' = 'published' THEN 1 ELSE 0 END), 0),
        COALESCE(SUM(CASE WHEN checkpoint::jsonb ->> 'publish_status' = 'failed' THEN 1 ELSE 0 END), 0)
 FROM tasks WHERE job_id = $1;
+
+-- name: HoldReserve
+-- The common query's reservation in one statement that is safe with
+-- concurrent writers: the no-op UPDATE takes the account row's lock (NO
+-- KEY UPDATE: inserts elsewhere that reference the account, taking KEY
+-- SHARE, pass) and, where another transaction held it, re-reads the row it
+-- waited for, so the check sees every hold committed before it. The
+-- insert's trigger then adds the hold to held_micros. The lock is held
+-- from here to the commit: callers reserve last. Returns the balance
+-- available before the hold and the hold's id, NULL when it is short.
+WITH acc AS (
+    UPDATE accounts SET held_micros = held_micros WHERE id = $2
+    RETURNING ledger_micros - held_micros AS avail
+), hold AS (
+    INSERT INTO holds (id, account_id, job_id, status, amount_micros, captured_micros, created_at, updated_at)
+    SELECT $1, $2, $3, 'active', $4, 0, $5, $5 FROM acc WHERE acc.avail >= $4
+    RETURNING id
+)
+SELECT acc.avail, hold.id FROM acc LEFT JOIN hold ON true;

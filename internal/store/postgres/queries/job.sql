@@ -29,9 +29,13 @@ RETURNING id, job_id, idx, status, payload, meta, requirements, priority, retrie
           submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail, checkpoint, resume_state;
 
 -- name: AccountLock
--- Locks the account row until the transaction ends: reservations against
--- one balance queue here (store.BillingStore.AccountLock).
-SELECT id FROM accounts WHERE id = $1 FOR UPDATE;
+-- Locks the account row until the transaction ends: changes to one balance
+-- queue here and at HoldReserve's update (store.BillingStore.AccountLock).
+-- NO KEY UPDATE, the lock HoldReserve's update takes: it does not wait for
+-- the KEY SHARE that an admission's inserts (a job's foreign key) take on
+-- the account before it reserves, so that such an admission and a holder
+-- of this lock cannot deadlock.
+SELECT id FROM accounts WHERE id = $1 FOR NO KEY UPDATE;
 
 -- name: JobLock
 -- Locks the job row until the transaction ends (store.JobStore.JobLock),

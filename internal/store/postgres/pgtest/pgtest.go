@@ -54,3 +54,34 @@ func NewDatabase(t testing.TB) string {
 	u.Path = "/" + name
 	return u.String()
 }
+
+// CloneDatabase creates a copy of the database at srcURL (which nothing may
+// be connected to: PostgreSQL copies a template only when it is idle),
+// drops it when the test ends, and returns its URL.
+func CloneDatabase(t testing.TB, srcURL string) string {
+	t.Helper()
+	src, err := url.Parse(srcURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sql.Open("pgx", os.Getenv(EnvURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "skiff_t_" + strings.ToLower(rand.Text()[:12])
+	if _, err := admin.ExecContext(context.Background(),
+		"CREATE DATABASE "+name+" TEMPLATE "+strings.TrimPrefix(src.Path, "/")); err != nil {
+		admin.Close()
+		t.Fatalf("clone test database: %v", err)
+	}
+	t.Cleanup(func() {
+		defer admin.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Logf("drop test database %s: %v", name, err)
+		}
+	})
+	src.Path = "/" + name
+	return src.String()
+}

@@ -63,8 +63,7 @@ FROM tasks WHERE job_id = $1;
 -- from here to the commit: callers reserve last. Returns the balance
 -- available before the hold and the hold's id, NULL when it is short.
 WITH acc AS (
-    UPDATE accounts SET held_micros = held_micros WHERE id = $2
-    RETURNING ledger_micros - held_micros AS avail
+    SELECT ledger_micros - held_micros AS avail FROM accounts WHERE id = $2 FOR NO KEY UPDATE
 ), hold AS (
     INSERT INTO holds (id, account_id, job_id, status, amount_micros, captured_micros, created_at, updated_at)
     SELECT $1, $2, $3, 'active', $4, 0, $5, $5 FROM acc WHERE acc.avail >= $4

@@ -18,7 +18,6 @@ import (
 	"github.com/skiffhq/skiff/internal/build/buildtest"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
 	"github.com/skiffhq/skiff/internal/store/postgres/pgtest"
-	"github.com/skiffhq/skiff/internal/testproc"
 )
 
 // benchAccounts is how many accounts the many-accounts case spreads its
@@ -115,15 +114,7 @@ func startBenchServer(t *testing.T, bin string, env []string, args ...string) *s
 	}
 	cmd := skiffCmd(t, env, append([]string{"server"}, args...)...)
 	cmd.Path, cmd.Args[0] = bin, bin
-	s := &server{Proc: testproc.Start(t, cmd)}
-	line := s.waitLog(t, "skiff server started", 30*time.Second)
-	addr, _ := line["listen"].(string)
-	if addr == "" {
-		t.Fatalf("got start log %v without a listen address", line)
-	}
-	s.URL = "http://" + addr
-	s.waitReady(t, 30*time.Second)
-	return s
+	return serve(t, cmd)
 }
 
 // prepareBench starts one controller (on dataDir's SQLite when env names

@@ -39,14 +39,7 @@ func NewDatabase(t testing.TB) string {
 		admin.Close()
 		t.Fatalf("create test database: %v", err)
 	}
-	t.Cleanup(func() {
-		defer admin.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Logf("drop test database %s: %v", name, err)
-		}
-	})
+	dropAtCleanup(t, admin, name)
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(fmt.Errorf("%s: %w", EnvURL, err))
@@ -74,6 +67,14 @@ func CloneDatabase(t testing.TB, srcURL string) string {
 		admin.Close()
 		t.Fatalf("clone test database: %v", err)
 	}
+	dropAtCleanup(t, admin, name)
+	src.Path = "/" + name
+	return src.String()
+}
+
+// dropAtCleanup drops the database name when the test ends, and closes
+// admin.
+func dropAtCleanup(t testing.TB, admin *sql.DB, name string) {
 	t.Cleanup(func() {
 		defer admin.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -82,6 +83,4 @@ func CloneDatabase(t testing.TB, srcURL string) string {
 			t.Logf("drop test database %s: %v", name, err)
 		}
 	})
-	src.Path = "/" + name
-	return src.String()
 }

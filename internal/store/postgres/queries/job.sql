@@ -30,8 +30,8 @@ RETURNING id, job_id, idx, status, payload, meta, requirements, priority, retrie
 
 -- name: AccountLock
 -- Locks the account row until the transaction ends: changes to one balance
--- queue here and at HoldReserve's update (store.BillingStore.AccountLock).
--- NO KEY UPDATE, the lock HoldReserve's update takes: it does not wait for
+-- queue here and at HoldReserve (store.BillingStore.AccountLock). NO KEY
+-- UPDATE, the lock HoldReserve takes: it does not wait for
 -- the KEY SHARE that an admission's inserts (a job's foreign key) take on
 -- the account before it reserves, so that such an admission and a holder
 -- of this lock cannot deadlock.
@@ -55,11 +55,13 @@ FROM tasks WHERE job_id = $1;
 
 -- name: HoldReserve
 -- The common query's reservation in one statement that is safe with
--- concurrent writers: the no-op UPDATE takes the account row's lock (NO
+-- concurrent writers: the locking read takes the account row's lock (NO
 -- KEY UPDATE: inserts elsewhere that reference the account, taking KEY
--- SHARE, pass) and, where another transaction held it, re-reads the row it
--- waited for, so the check sees every hold committed before it. The
--- insert's trigger then adds the hold to held_micros. The lock is held
+-- SHARE, pass) and, where another transaction held it, reads the row's
+-- newest version once it is free (READ COMMITTED), so the check sees every
+-- hold committed before it. The insert's trigger then adds the hold to
+-- held_micros. (A plain read would not wait: the conformance test
+-- HoldReserveConcurrent overdraws without the lock.) The lock is held
 -- from here to the commit: callers reserve last. Returns the balance
 -- available before the hold and the hold's id, NULL when it is short.
 WITH acc AS (

@@ -124,31 +124,27 @@ func RuntimeClass(capS int64) string {
 // balance does not cover the hold.
 var ErrInsufficient = errors.New("available balance does not cover the hold")
 
-// Reserve holds amount for a job in q's transaction, after locking the
-// account so that concurrent reservations cannot together exceed the
-// available balance. It returns the balance available before the hold.
+// Reserve holds amount for a job in q's transaction, in one conditional
+// statement (store.HoldReserve), so that concurrent reservations cannot
+// together exceed the available balance. On PostgreSQL it holds the
+// account's row lock until the transaction ends: call it as the last
+// write of the transaction, so that concurrent admissions of one account
+// overlap in everything else. It returns the balance available before the
+// hold.
 func (s *Service) Reserve(ctx context.Context, q store.Querier, accountID, jobID string, amount int64, now time.Time) (*store.Hold, int64, error) {
-	if err := q.AccountLock(ctx, accountID); err != nil {
-		return nil, 0, fmt.Errorf("lock account: %w", err)
-	}
-	bal, err := q.BalanceGet(ctx, accountID, now)
-	if err != nil {
-		return nil, 0, fmt.Errorf("balance: %w", err)
-	}
-	avail := bal.AvailableMicros()
-	if amount > avail {
-		return nil, avail, fmt.Errorf("%w: need %s USD, %s USD available", ErrInsufficient, apiv1.USD(amount), apiv1.USD(avail))
-	}
-	h, err := q.HoldCreate(ctx, &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: accountID, JobID: jobID,
+	h, avail, err := q.HoldReserve(ctx, &store.HoldCreateParams{ID: id.New(id.Hold), AccountID: accountID, JobID: jobID,
 		AmountMicros: amount, Now: now})
 	if err != nil {
-		return nil, avail, fmt.Errorf("create hold: %w", err)
+		return nil, 0, fmt.Errorf("reserve hold: %w", err)
+	}
+	if h == nil {
+		return nil, avail, fmt.Errorf("%w: need %s USD, %s USD available", ErrInsufficient, apiv1.USD(amount), apiv1.USD(avail))
 	}
 	return h, avail, nil
 }
 
 // Grow raises a job's active hold h to amount in q's transaction, after
-// locking the account as Reserve does, so that the increase comes out of
+// locking the account (Reserve's statement takes the same row lock), so that the increase comes out of
 // the available balance. It returns the balance available before the
 // increase; ErrInsufficient (wrapped) when that does not cover it, and
 // store.ErrConflict when the hold changed since it was read.

@@ -300,14 +300,11 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 	// otherwise interrupt the group's shared transaction.
 	ctx = context.WithoutCancel(ctx)
 	err = s.store.InGroupTx(ctx, func(q store.Querier) error {
-		// The hold is reserved in the transaction that stores the job:
-		// both or neither.
-		h, avail, err := s.billing.Reserve(ctx, q, accountID, job.ID, holdMicros, now)
-		if err != nil {
-			return err
-		}
-		hold = h
-		quote.Admission.AvailableUSD, quote.Admission.BalanceSufficient = apiv1.USD(avail), true
+		// The job is stored first with the quote as priced; the hold is
+		// reserved in the same transaction (both or neither) as its last
+		// write, because on PostgreSQL the reservation holds the account's
+		// row lock until the commit: concurrent admissions of one account
+		// then overlap in everything but that statement and the commit.
 		if job.Billing, err = json.Marshal(quote); err != nil {
 			return err
 		}
@@ -329,10 +326,25 @@ func (s *Service) submit(ctx context.Context, accountID string, js *apiv1.JobSub
 				return err // ErrConflict: a concurrent resend stored it first
 			}
 		}
+		h, avail, err := s.billing.Reserve(ctx, q, accountID, job.ID, holdMicros, now)
+		if err != nil {
+			return err
+		}
+		hold = h
+		// The admission shows what was available just before the hold.
+		quote.Admission.AvailableUSD, quote.Admission.BalanceSufficient = apiv1.USD(avail), true
+		if job.Billing, err = json.Marshal(quote); err != nil {
+			return err
+		}
+		if err := q.JobBillingSet(ctx, job.ID, job.Billing); err != nil {
+			return err
+		}
+		created.Billing = job.Billing
 		if status != store.JobPlanning {
 			return nil
 		}
-		// Dependencies that already ended decide at once.
+		// Dependencies that already ended decide at once (after the
+		// reservation: a job that fails here captures its hold).
 		if _, err := s.resolveWait(ctx, q, job.ID, now); err != nil {
 			return err
 		}

@@ -100,6 +100,19 @@ type BillingStore interface {
 	// transactions already. ErrNotFound when there is no account.
 	AccountLock(ctx context.Context, accountID string) error
 	HoldCreate(ctx context.Context, p *HoldCreateParams) (*Hold, error)
+	// HoldReserve creates an active hold only when the account's available
+	// balance (ledger minus held) covers p.AmountMicros, deciding that and
+	// writing the hold in one statement: concurrent reservations against
+	// one balance never together exceed it, and no lock is taken before
+	// it. On PostgreSQL it locks the account row until the transaction
+	// ends, so call it last, just before the commit. It returns the hold
+	// (nil when the balance is short) and the balance available before
+	// it; ErrNotFound when there is no account.
+	HoldReserve(ctx context.Context, p *HoldCreateParams) (*Hold, int64, error)
+	// JobBillingSet replaces a job's stored billing (its admission, once
+	// the reservation has said what was available); ErrNotFound when there
+	// is no such job.
+	JobBillingSet(ctx context.Context, jobID string, billing []byte) error
 	// HoldGetByJob is a job's hold; ErrNotFound when it has none.
 	HoldGetByJob(ctx context.Context, jobID string) (*Hold, error)
 	// HoldCapture ends an active hold; ErrConflict when it is not active

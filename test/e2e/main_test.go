@@ -86,7 +86,14 @@ type server struct {
 // listens and /ready answers 200, and stops it when the test ends.
 func startServer(t *testing.T, env []string, args ...string) *server {
 	t.Helper()
-	s := &server{Proc: testproc.Start(t, skiffCmd(t, env, append([]string{"server"}, args...)...))}
+	return serve(t, skiffCmd(t, env, append([]string{"server"}, args...)...))
+}
+
+// serve starts cmd, a `skiff server`, waits until it listens and /ready
+// answers 200, and stops it when the test ends.
+func serve(t *testing.T, cmd *exec.Cmd) *server {
+	t.Helper()
+	s := &server{Proc: testproc.Start(t, cmd)}
 	line := s.waitLog(t, "skiff server started", 30*time.Second)
 	addr, _ := line["listen"].(string)
 	if addr == "" {

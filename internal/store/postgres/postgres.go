@@ -24,7 +24,12 @@ func Open(ctx context.Context, url string) (*sqldb.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
+	// As many idle connections as open ones: with database/sql's default
+	// of 2, a burst of more than two concurrent transactions closed every
+	// connection beyond two when it ended and opened a new one (a new
+	// backend process, its fork and authentication) for the next.
 	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)

@@ -31,6 +31,40 @@ func (q *queries) HoldCreate(ctx context.Context, p *store.HoldCreateParams) (*s
 	return h, q.mapErr(err)
 }
 
+func (q *queries) HoldReserve(ctx context.Context, p *store.HoldCreateParams) (*store.Hold, int64, error) {
+	var avail int64
+	var holdID sql.NullString
+	err := q.write.QueryRowContext(ctx, q.sql("HoldReserve"), p.ID, p.AccountID, p.JobID, p.AmountMicros,
+		micros(p.Now)).Scan(&avail, &holdID)
+	if errors.Is(err, sql.ErrNoRows) {
+		// SQLite returns no row when the balance is short (or there is no
+		// account): what is available is read in the same transaction.
+		err = q.write.QueryRowContext(ctx, q.sql("AccountAvailable"), p.AccountID).Scan(&avail)
+	}
+	if err != nil {
+		return nil, 0, q.mapErr(err)
+	}
+	if !holdID.Valid {
+		return nil, avail, nil
+	}
+	// The row as HoldCreate returns it, without reading it back.
+	return &store.Hold{ID: holdID.String, AccountID: p.AccountID, JobID: p.JobID, Status: store.HoldActive,
+		AmountMicros: p.AmountMicros, CreatedAt: fromMicros(micros(p.Now)), UpdatedAt: fromMicros(micros(p.Now))}, avail, nil
+}
+
+func (q *queries) JobBillingSet(ctx context.Context, jobID string, billing []byte) error {
+	res, err := q.write.ExecContext(ctx, q.sql("JobBillingSet"), jobID, jsonText(billing, "{}"))
+	if err != nil {
+		return q.mapErr(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
 func (q *queries) HoldGetByJob(ctx context.Context, jobID string) (*store.Hold, error) {
 	h, err := scanHold(q.read.QueryRowContext(ctx, q.sql("HoldGetByJob"), jobID))
 	return h, q.mapErr(err)

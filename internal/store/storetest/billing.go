@@ -13,12 +13,14 @@ import (
 )
 
 var billingTests = map[string]func(*testing.T, store.Store){
-	"HoldsCaptureOnce": testHoldsCaptureOnce,
-	"HoldGrow":         testHoldGrow,
-	"BillingLists":     testBillingLists,
-	"AttemptCosts":     testAttemptCosts,
-	"IdempotencyKeys":  testIdempotencyKeys,
-	"AccountLockInTx":  testAccountLockInTx,
+	"HoldsCaptureOnce":      testHoldsCaptureOnce,
+	"HoldGrow":              testHoldGrow,
+	"BillingLists":          testBillingLists,
+	"AttemptCosts":          testAttemptCosts,
+	"IdempotencyKeys":       testIdempotencyKeys,
+	"AccountLockInTx":       testAccountLockInTx,
+	"HoldReserve":           testHoldReserve,
+	"HoldReserveConcurrent": testHoldReserveConcurrent,
 }
 
 // An active hold grows in place, guarded by the amount read, and the

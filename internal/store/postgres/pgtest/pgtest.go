@@ -39,6 +39,42 @@ func NewDatabase(t testing.TB) string {
 		admin.Close()
 		t.Fatalf("create test database: %v", err)
 	}
+	dropAtCleanup(t, admin, name)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(fmt.Errorf("%s: %w", EnvURL, err))
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// CloneDatabase creates a copy of the database at srcURL (which nothing may
+// be connected to: PostgreSQL copies a template only when it is idle),
+// drops it when the test ends, and returns its URL.
+func CloneDatabase(t testing.TB, srcURL string) string {
+	t.Helper()
+	src, err := url.Parse(srcURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sql.Open("pgx", os.Getenv(EnvURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "skiff_t_" + strings.ToLower(rand.Text()[:12])
+	if _, err := admin.ExecContext(context.Background(),
+		"CREATE DATABASE "+name+" TEMPLATE "+strings.TrimPrefix(src.Path, "/")); err != nil {
+		admin.Close()
+		t.Fatalf("clone test database: %v", err)
+	}
+	dropAtCleanup(t, admin, name)
+	src.Path = "/" + name
+	return src.String()
+}
+
+// dropAtCleanup drops the database name when the test ends, and closes
+// admin.
+func dropAtCleanup(t testing.TB, admin *sql.DB, name string) {
 	t.Cleanup(func() {
 		defer admin.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -47,10 +83,4 @@ func NewDatabase(t testing.TB) string {
 			t.Logf("drop test database %s: %v", name, err)
 		}
 	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(fmt.Errorf("%s: %w", EnvURL, err))
-	}
-	u.Path = "/" + name
-	return u.String()
 }

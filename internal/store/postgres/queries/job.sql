@@ -29,9 +29,13 @@ RETURNING id, job_id, idx, status, payload, meta, requirements, priority, retrie
           submitted_at, started_at, completed_at, updated_at, req_cpu, req_memory_mb, req_gpus, output_tail, checkpoint, resume_state;
 
 -- name: AccountLock
--- Locks the account row until the transaction ends: reservations against
--- one balance queue here (store.BillingStore.AccountLock).
-SELECT id FROM accounts WHERE id = $1 FOR UPDATE;
+-- Locks the account row until the transaction ends: changes to one balance
+-- queue here and at HoldReserve (store.BillingStore.AccountLock). NO KEY
+-- UPDATE, the lock HoldReserve takes: it does not wait for
+-- the KEY SHARE that an admission's inserts (a job's foreign key) take on
+-- the account before it reserves, so that such an admission and a holder
+-- of this lock cannot deadlock.
+SELECT id FROM accounts WHERE id = $1 FOR NO KEY UPDATE;
 
 -- name: JobLock
 -- Locks the job row until the transaction ends (store.JobStore.JobLock),
@@ -48,3 +52,23 @@ SELECT COUNT(checkpoint), COUNT(resume_state),
        COALESCE(SUM(CASE WHEN checkpoint::jsonb ->> 'publish_status' = 'published' THEN 1 ELSE 0 END), 0),
        COALESCE(SUM(CASE WHEN checkpoint::jsonb ->> 'publish_status' = 'failed' THEN 1 ELSE 0 END), 0)
 FROM tasks WHERE job_id = $1;
+
+-- name: HoldReserve
+-- The common query's reservation in one statement that is safe with
+-- concurrent writers: the locking read takes the account row's lock (NO
+-- KEY UPDATE: inserts elsewhere that reference the account, taking KEY
+-- SHARE, pass) and, where another transaction held it, reads the row's
+-- newest version once it is free (READ COMMITTED), so the check sees every
+-- hold committed before it. The insert's trigger then adds the hold to
+-- held_micros. (A plain read would not wait: the conformance test
+-- HoldReserveConcurrent overdraws without the lock.) The lock is held
+-- from here to the commit: callers reserve last. Returns the balance
+-- available before the hold and the hold's id, NULL when it is short.
+WITH acc AS (
+    SELECT ledger_micros - held_micros AS avail FROM accounts WHERE id = $2 FOR NO KEY UPDATE
+), hold AS (
+    INSERT INTO holds (id, account_id, job_id, status, amount_micros, captured_micros, created_at, updated_at)
+    SELECT $1, $2, $3, 'active', $4, 0, $5, $5 FROM acc WHERE acc.avail >= $4
+    RETURNING id
+)
+SELECT acc.avail, hold.id FROM acc LEFT JOIN hold ON true;

@@ -79,3 +79,23 @@ INSERT INTO idempotency_keys (account_id, key, request_hash, response, created_a
 
 -- name: IdempotencyKeyGet
 SELECT account_id, key, request_hash, response, created_at FROM idempotency_keys WHERE account_id = $1 AND key = $2;
+
+-- name: HoldReserve
+-- A job's hold, created only when the account's available balance covers
+-- it: one statement, so that an admission holds no lock across a round
+-- trip (store.BillingStore.HoldReserve). Returns the balance available
+-- before the hold and the hold's id; no row when the balance is short.
+-- SQLite serialises writers, so the check and the insert cannot be
+-- separated. Its RETURNING subquery reads the account before the totals'
+-- trigger adds the hold (RETURNING values are the statement's own, not
+-- the triggers'; the conformance test HoldReserve checks it). PostgreSQL
+-- overrides it.
+INSERT INTO holds (id, account_id, job_id, status, amount_micros, captured_micros, created_at, updated_at)
+SELECT $1, $2, $3, 'active', $4, 0, $5, $5 FROM accounts WHERE id = $2 AND ledger_micros - held_micros >= $4
+RETURNING (SELECT ledger_micros - held_micros FROM accounts WHERE id = $2), id;
+
+-- name: AccountAvailable
+SELECT ledger_micros - held_micros FROM accounts WHERE id = $1;
+
+-- name: JobBillingSet
+UPDATE jobs SET billing = $2 WHERE id = $1;

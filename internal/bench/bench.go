@@ -436,6 +436,10 @@ func (r *Report) WriteText(w io.Writer) {
 		p("Fan-out: one job of %d trivial tasks on the local host's %d slots:", fo.Tasks, fo.Slots)
 		p("  %.1f tasks/s in %.2f s (ideal, slots / p50 bare runsc: %.1f tasks/s; ratio %.3f, target >= %.2f: %s)", fo.TasksPerS, fo.Seconds,
 			fo.IdealTasksPerS, r.Ratios.FanOut, r.Ratios.TargetFanOut, verdict(r.Ratios.FanOutMet != nil && *r.Ratios.FanOutMet))
+		if a, pr := fo.Attempt, fo.Prepare; a != nil && pr != nil {
+			p("  each attempt (started->ended) p50 %.1f ms, p95 %.1f ms, against bare runsc p50 %.1f ms alone; assigned->started p50 %.1f ms",
+				a.P50MS, a.P95MS, r.BareRunsc.P50MS, pr.P50MS)
+		}
 		if g := fo.RefillGap; g != nil {
 			p("  refill gap (a freed slot's end to the next start on it): p50 %.1f ms, p95 %.1f ms, max %.1f ms (n=%d)",
 				g.P50MS, g.P95MS, g.MaxMS, g.N)

@@ -24,6 +24,13 @@ type fanOutResult struct {
 	// RefillGap is, per freed slot while tasks were queued, the time from
 	// the attempt's end to the next attempt's start (fleet.RefillGaps).
 	RefillGap *latencyStat `json:"refill_gap"`
+	// Attempt is each attempt's started_at -> ended_at, and Prepare its
+	// assigned_at -> started_at (image and directories on the host): with
+	// the refill gap, where a slot's time goes. An attempt p50 above the
+	// bare runsc p50 is sandboxes sharing the CPUs, which the ideal, from
+	// one sandbox at a time, does not count.
+	Attempt *latencyStat `json:"attempt"`
+	Prepare *latencyStat `json:"prepare"`
 }
 
 // benchFanOutTargetGapMS is issue 7's target for the refill gap's p50.
@@ -69,12 +76,14 @@ func fanOut(ctx context.Context, c *benchClient, n, slots int, bareP50MS float64
 		return nil, fmt.Errorf("fan-out job %s ended %s, want completed", j.ID, j.Status)
 	}
 	var starts, ends []time.Time
+	var attempts, prepares []time.Duration
 	for offset := 0; offset < n; offset += 1000 {
 		var page struct {
 			Tasks []struct {
 				Attempts []struct {
-					StartedAt *time.Time `json:"started_at"`
-					EndedAt   *time.Time `json:"ended_at"`
+					AssignedAt time.Time  `json:"assigned_at"`
+					StartedAt  *time.Time `json:"started_at"`
+					EndedAt    *time.Time `json:"ended_at"`
 				} `json:"attempts"`
 			} `json:"tasks"`
 		}
@@ -87,15 +96,19 @@ func fanOut(ctx context.Context, c *benchClient, n, slots int, bareP50MS float64
 					continue
 				}
 				starts = append(starts, *a.StartedAt)
+				if !a.AssignedAt.IsZero() {
+					prepares = append(prepares, a.StartedAt.Sub(a.AssignedAt))
+				}
 				if a.EndedAt != nil {
 					ends = append(ends, *a.EndedAt)
+					attempts = append(attempts, a.EndedAt.Sub(*a.StartedAt))
 				}
 			}
 		}
 	}
 	secs := j.CompletedAt.Sub(j.SubmittedAt).Seconds()
 	r := &fanOutResult{Tasks: n, Slots: slots, Seconds: math.Round(secs*100) / 100,
-		RefillGap: summarize(fleet.RefillGaps(starts, ends, slots))}
+		RefillGap: summarize(fleet.RefillGaps(starts, ends, slots)), Attempt: summarize(attempts), Prepare: summarize(prepares)}
 	if secs > 0 {
 		r.TasksPerS = round1(float64(n) / secs)
 	}

@@ -134,6 +134,12 @@ func TestBenchEndToEnd(t *testing.T) {
 			RequestsPerS float64    `json:"requests_per_s"`
 			Latency      *benchStat `json:"latency"`
 		} `json:"admission_floor"`
+		FanOut *struct {
+			Tasks     int        `json:"tasks"`
+			RefillGap *benchStat `json:"refill_gap"`
+			Attempt   *benchStat `json:"attempt"`
+			Prepare   *benchStat `json:"prepare"`
+		} `json:"fan_out"`
 		Build *struct {
 			Rounds          int        `json:"rounds"`
 			PushToPublished *benchStat `json:"push_to_published"`
@@ -177,6 +183,11 @@ func TestBenchEndToEnd(t *testing.T) {
 	if fl := rep.AdmissionFloor; fl == nil || fl.Clients != 4 || fl.Submissions != 50 || fl.RequestsPerS <= 0 ||
 		fl.Latency == nil || fl.Latency.N != 50 {
 		t.Errorf("got admission floor %+v, want 50 requests from 4 clients with a rate and latencies", fl)
+	}
+	// Where a fan-out's slot time goes: each attempt's run and preparation.
+	if fo := rep.FanOut; fo == nil || fo.Tasks != 200 || fo.Attempt == nil || fo.Attempt.N < 200 || fo.Attempt.P50MS <= 0 ||
+		fo.Prepare == nil || fo.Prepare.N < 200 || fo.RefillGap == nil {
+		t.Errorf("got fan-out %+v, want 200 attempts' run and preparation times beside the refill gap", fo)
 	}
 	if b := rep.Build; b == nil || b.Rounds != 2 || b.PushToPublished == nil || b.PushToPublished.N != 2 ||
 		b.BareBud == nil || b.BareBud.N != 2 || b.BareBud.P50MS <= 0 {

@@ -318,10 +318,9 @@ func Run(ctx context.Context, f Config) (*Report, error) {
 	rep.DriverOverheadMS = round1(rep.HostDriver.P50MS - rep.BareRunsc.P50MS)
 	rep.DispatchOverheadMS = round1(rep.Service.P50MS - rep.HostDriver.P50MS)
 	rep.OverheadMet = rep.ServiceOverheadMS < benchTargetOverheadMS
-	sb.close(progress)
 
 	if f.FanOutTasks > 0 {
-		fo, err := fanOut(ctx, client, f.FanOutTasks, slots, rep.BareRunsc.P50MS, progress)
+		fo, err := fanOut(ctx, client, f.FanOutTasks, slots, sb.bareRun, progress)
 		if err != nil {
 			return nil, err
 		}
@@ -334,6 +333,7 @@ func Run(ctx context.Context, f Config) (*Report, error) {
 			rep.RefillGapMet = &met
 		}
 	}
+	sb.close(progress)
 
 	if f.Builds > 0 {
 		b, err := buildRounds(ctx, client, self, f.Buildah, filepath.Join(tmp, "buildfloor"), f.Builds, progress)
@@ -434,11 +434,11 @@ func (r *Report) WriteText(w io.Writer) {
 	if fo := r.FanOut; fo != nil {
 		p("")
 		p("Fan-out: one job of %d trivial tasks on the local host's %d slots:", fo.Tasks, fo.Slots)
-		p("  %.1f tasks/s in %.2f s (ideal, slots / p50 bare runsc: %.1f tasks/s; ratio %.3f, target >= %.2f: %s)", fo.TasksPerS, fo.Seconds,
+		p("  %.1f tasks/s in %.2f s (ideal, slots / p50 of bare runsc runs just before and after it: %.1f tasks/s; ratio %.3f, target >= %.2f: %s)", fo.TasksPerS, fo.Seconds,
 			fo.IdealTasksPerS, r.Ratios.FanOut, r.Ratios.TargetFanOut, verdict(r.Ratios.FanOutMet != nil && *r.Ratios.FanOutMet))
 		if a, pr := fo.Attempt, fo.Prepare; a != nil && pr != nil {
 			p("  each attempt (started->ended) p50 %.1f ms, p95 %.1f ms, against bare runsc p50 %.1f ms alone; assigned->started p50 %.1f ms",
-				a.P50MS, a.P95MS, r.BareRunsc.P50MS, pr.P50MS)
+				a.P50MS, a.P95MS, fo.IdealBare.P50MS, pr.P50MS)
 		}
 		if g := fo.RefillGap; g != nil {
 			p("  refill gap (a freed slot's end to the next start on it): p50 %.1f ms, p95 %.1f ms, max %.1f ms (n=%d)",

@@ -19,8 +19,11 @@ type fanOutResult struct {
 	Seconds   float64 `json:"seconds"`
 	TasksPerS float64 `json:"tasks_per_s"`
 	// IdealTasksPerS is slots / p50 of a bare `runsc run`: every slot busy
-	// all the time with sandboxes that cost nothing but runsc's start.
-	IdealTasksPerS float64 `json:"ideal_tasks_per_s"`
+	// all the time with sandboxes that cost nothing but runsc's start. The
+	// bare runs are IdealBare, run just before and just after the job, so
+	// that the ideal sees the machine's load of the moment.
+	IdealTasksPerS float64      `json:"ideal_tasks_per_s"`
+	IdealBare      *latencyStat `json:"ideal_bare_runsc"`
 	// RefillGap is, per freed slot while tasks were queued, the time from
 	// the attempt's end to the next attempt's start (fleet.RefillGaps).
 	RefillGap *latencyStat `json:"refill_gap"`
@@ -36,9 +39,30 @@ type fanOutResult struct {
 // benchFanOutTargetGapMS is issue 7's target for the refill gap's p50.
 const benchFanOutTargetGapMS = 20.0
 
+// fanOutBareRuns is how many bare runs go just before and just after the
+// fan-out, for its ideal.
+const fanOutBareRuns = 5
+
 // fanOut submits one fan-out job of n trivial tasks, waits for it and
-// measures it from the service's own timestamps.
-func fanOut(ctx context.Context, c *benchClient, n, slots int, bareP50MS float64, progress func(string, ...any)) (*fanOutResult, error) {
+// measures it from the service's own timestamps; bare runs its ideal's
+// bare `runsc run`s around it.
+func fanOut(ctx context.Context, c *benchClient, n, slots int, bare func(context.Context, int) (time.Duration, error), progress func(string, ...any)) (*fanOutResult, error) {
+	var bares []time.Duration
+	bareRuns := func(from int) error {
+		for i := range fanOutBareRuns {
+			d, err := bare(ctx, from+i)
+			if err != nil {
+				return err
+			}
+			bares = append(bares, d)
+		}
+		return nil
+	}
+	// Ids apart from the latency rounds' bare sandboxes.
+	const bareID = 1 << 20
+	if err := bareRuns(bareID); err != nil {
+		return nil, err
+	}
 	items := make([]map[string]int, n)
 	for i := range items {
 		items[i] = map[string]int{"i": i}
@@ -74,6 +98,9 @@ func fanOut(ctx context.Context, c *benchClient, n, slots int, bareP50MS float64
 	}
 	if j.Status != "completed" || j.CompletedAt == nil {
 		return nil, fmt.Errorf("fan-out job %s ended %s, want completed", j.ID, j.Status)
+	}
+	if err := bareRuns(bareID + fanOutBareRuns); err != nil {
+		return nil, err
 	}
 	var starts, ends []time.Time
 	var attempts, prepares []time.Duration
@@ -112,8 +139,9 @@ func fanOut(ctx context.Context, c *benchClient, n, slots int, bareP50MS float64
 	if secs > 0 {
 		r.TasksPerS = round1(float64(n) / secs)
 	}
-	if bareP50MS > 0 {
-		r.IdealTasksPerS = round1(float64(slots) / (bareP50MS / 1000))
+	r.IdealBare = summarize(bares)
+	if p50 := r.IdealBare.P50MS; p50 > 0 {
+		r.IdealTasksPerS = round1(float64(slots) / (p50 / 1000))
 	}
 	return r, nil
 }

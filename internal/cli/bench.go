@@ -63,8 +63,9 @@ with this binary as its runner ('skiff bench runner': reads the payload, writes
     (the *_ratio keys of --json); target: service warm <= 0.15 of bare runsc.
  2. Fan-out: one job of --fanout-tasks trivial tasks (fan_out.items) on the
     local host, which has one slot per CPU. Reports tasks/s from the job's
-    submitted_at to its completed_at next to the ideal (slots / p50 of the
-    bare runsc run), and the refill gap: for every slot freed while tasks were
+    submitted_at to its completed_at next to the ideal (slots / p50 of bare
+    runsc runs, five just before the job and five just after), each
+    attempt's run and preparation, and the refill gap: for every slot freed while tasks were
     queued, the time from that attempt's end to the next attempt's start, by
     the service's own timestamps; target p50 < 20 ms. Target: fan-out at
     least 0.9 of the ideal (fan_out_ratio).

@@ -139,6 +139,7 @@ func TestBenchEndToEnd(t *testing.T) {
 			RefillGap *benchStat `json:"refill_gap"`
 			Attempt   *benchStat `json:"attempt"`
 			Prepare   *benchStat `json:"prepare"`
+			IdealBare *benchStat `json:"ideal_bare_runsc"`
 		} `json:"fan_out"`
 		Build *struct {
 			Rounds          int        `json:"rounds"`
@@ -186,8 +187,8 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 	// Where a fan-out's slot time goes: each attempt's run and preparation.
 	if fo := rep.FanOut; fo == nil || fo.Tasks != 200 || fo.Attempt == nil || fo.Attempt.N < 200 || fo.Attempt.P50MS <= 0 ||
-		fo.Prepare == nil || fo.Prepare.N < 200 || fo.RefillGap == nil {
-		t.Errorf("got fan-out %+v, want 200 attempts' run and preparation times beside the refill gap", fo)
+		fo.Prepare == nil || fo.Prepare.N < 200 || fo.RefillGap == nil || fo.IdealBare == nil || fo.IdealBare.N != 10 {
+		t.Errorf("got fan-out %+v, want 200 attempts' run and preparation times beside the refill gap, and 10 bare runs for the ideal", fo)
 	}
 	if b := rep.Build; b == nil || b.Rounds != 2 || b.PushToPublished == nil || b.PushToPublished.N != 2 ||
 		b.BareBud == nil || b.BareBud.N != 2 || b.BareBud.P50MS <= 0 {

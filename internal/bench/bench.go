@@ -320,7 +320,7 @@ func Run(ctx context.Context, f Config) (*Report, error) {
 	rep.OverheadMet = rep.ServiceOverheadMS < benchTargetOverheadMS
 
 	if f.FanOutTasks > 0 {
-		fo, err := fanOut(ctx, client, f.FanOutTasks, slots, sb.bareRun, progress)
+		fo, err := fanOut(ctx, client, srv.Pid(), runtime.NumCPU(), f.FanOutTasks, slots, sb.bareRunCPU, progress)
 		if err != nil {
 			return nil, err
 		}
@@ -439,6 +439,13 @@ func (r *Report) WriteText(w io.Writer) {
 		if a, pr := fo.Attempt, fo.Prepare; a != nil && pr != nil {
 			p("  each attempt (started->ended) p50 %.1f ms, p95 %.1f ms, against bare runsc p50 %.1f ms alone; assigned->started p50 %.1f ms",
 				a.P50MS, a.P95MS, fo.IdealBare.P50MS, pr.P50MS)
+		}
+		if c := fo.IdealBareCPU; c != nil {
+			p("  a bare runsc run takes p50 %.1f ms of CPU (runsc and its sandbox) in %.1f ms: %d at once want %.1f of the %d CPUs",
+				c.P50MS, fo.IdealBare.P50MS, fo.Slots, float64(fo.Slots)*c.P50MS/fo.IdealBare.P50MS, r.CPUs)
+		}
+		if fo.CPUPerTaskMS > 0 {
+			p("  CPU per task, the server and its sandboxes: %.1f ms; the %d CPUs allow at most %.1f tasks/s", fo.CPUPerTaskMS, r.CPUs, fo.CPUBoundTasksPerS)
 		}
 		if g := fo.RefillGap; g != nil {
 			p("  refill gap (a freed slot's end to the next start on it): p50 %.1f ms, p95 %.1f ms, max %.1f ms (n=%d)",

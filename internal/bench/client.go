@@ -600,7 +600,13 @@ func submitMany(ctx context.Context, c *benchClient, clients, n int) (lats, ends
 // processCPU is the user plus system CPU time of process pid so far, from
 // /proc/<pid>/stat (fields 14 and 15, in USER_HZ ticks, which Linux fixes
 // at 100 for user space).
-func processCPU(pid int) (time.Duration, error) {
+func processCPU(pid int) (time.Duration, error) { return procStatCPU(pid, false) }
+
+// processTreeCPU is processCPU with the children pid has waited for
+// (fields 16 and 17): a server's with its local host's sandboxes.
+func processTreeCPU(pid int) (time.Duration, error) { return procStatCPU(pid, true) }
+
+func procStatCPU(pid int, children bool) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -611,18 +617,24 @@ func processCPU(pid int) (time.Duration, error) {
 		return 0, errors.New("malformed /proc stat")
 	}
 	fields := strings.Fields(string(b[i+1:]))
-	// fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(fields) < 13 {
+	// fields[0] is field 3 (state); utime and stime are fields 14 and 15,
+	// cutime and cstime 16 and 17.
+	if len(fields) < 15 {
 		return 0, errors.New("short /proc stat")
 	}
-	var utime, stime int64
-	if _, err := fmt.Sscan(fields[11], &utime); err != nil {
-		return 0, err
+	last := 12
+	if children {
+		last = 14
 	}
-	if _, err := fmt.Sscan(fields[12], &stime); err != nil {
-		return 0, err
+	var ticks int64
+	for _, f := range fields[11 : last+1] {
+		var v int64
+		if _, err := fmt.Sscan(f, &v); err != nil {
+			return 0, err
+		}
+		ticks += v
 	}
-	return time.Duration(utime+stime) * (time.Second / 100), nil
+	return time.Duration(ticks) * (time.Second / 100), nil
 }
 
 // selfCPU is this process's user plus system CPU time so far.

@@ -24,6 +24,16 @@ type fanOutResult struct {
 	// that the ideal sees the machine's load of the moment.
 	IdealTasksPerS float64      `json:"ideal_tasks_per_s"`
 	IdealBare      *latencyStat `json:"ideal_bare_runsc"`
+	// IdealBareCPU is the CPU time (user and system) of those bare runs,
+	// runsc and its sandbox together: slots of them at once need slots
+	// times it of the machine's CPUs, which the ideal takes as free.
+	IdealBareCPU *latencyStat `json:"ideal_bare_runsc_cpu"`
+	// CPUPerTaskMS is the CPU time of the server and the sandboxes its
+	// local host ran (the children it waited for) over the job, per task:
+	// what a task costs the machine through the service. CPUs / it is the
+	// most tasks/s the machine's CPUs allow (CPUBoundTasksPerS).
+	CPUPerTaskMS      float64 `json:"cpu_per_task_ms"`
+	CPUBoundTasksPerS float64 `json:"cpu_bound_tasks_per_s"`
 	// RefillGap is, per freed slot while tasks were queued, the time from
 	// the attempt's end to the next attempt's start (fleet.RefillGaps).
 	RefillGap *latencyStat `json:"refill_gap"`
@@ -46,15 +56,15 @@ const fanOutBareRuns = 5
 // fanOut submits one fan-out job of n trivial tasks, waits for it and
 // measures it from the service's own timestamps; bare runs its ideal's
 // bare `runsc run`s around it.
-func fanOut(ctx context.Context, c *benchClient, n, slots int, bare func(context.Context, int) (time.Duration, error), progress func(string, ...any)) (*fanOutResult, error) {
-	var bares []time.Duration
+func fanOut(ctx context.Context, c *benchClient, serverPid, cpus, n, slots int, bare func(context.Context, int) (wall, cpu time.Duration, err error), progress func(string, ...any)) (*fanOutResult, error) {
+	var bares, bareCPUs []time.Duration
 	bareRuns := func(from int) error {
 		for i := range fanOutBareRuns {
-			d, err := bare(ctx, from+i)
+			d, cpu, err := bare(ctx, from+i)
 			if err != nil {
 				return err
 			}
-			bares = append(bares, d)
+			bares, bareCPUs = append(bares, d), append(bareCPUs, cpu)
 		}
 		return nil
 	}
@@ -72,6 +82,10 @@ func fanOut(ctx context.Context, c *benchClient, n, slots int, bare func(context
 		"fan_out": map[string]any{"items": items}, "timeout_s": benchJobTimeoutS,
 	})
 	progress("fan-out: one job of %d trivial tasks on the local host's %d slots", n, slots)
+	cpu0, err := processTreeCPU(serverPid)
+	if err != nil {
+		return nil, err
+	}
 	var j benchJob
 	if _, err := c.do(ctx, "POST", "/api/v1/jobs", "application/json", body, &j); err != nil {
 		return nil, err
@@ -98,6 +112,10 @@ func fanOut(ctx context.Context, c *benchClient, n, slots int, bare func(context
 	}
 	if j.Status != "completed" || j.CompletedAt == nil {
 		return nil, fmt.Errorf("fan-out job %s ended %s, want completed", j.ID, j.Status)
+	}
+	cpu1, err := processTreeCPU(serverPid)
+	if err != nil {
+		return nil, err
 	}
 	if err := bareRuns(bareID + fanOutBareRuns); err != nil {
 		return nil, err
@@ -139,7 +157,11 @@ func fanOut(ctx context.Context, c *benchClient, n, slots int, bare func(context
 	if secs > 0 {
 		r.TasksPerS = round1(float64(n) / secs)
 	}
-	r.IdealBare = summarize(bares)
+	r.IdealBare, r.IdealBareCPU = summarize(bares), summarize(bareCPUs)
+	if perTask := (cpu1 - cpu0) / time.Duration(n); perTask > 0 {
+		r.CPUPerTaskMS = ms(perTask)
+		r.CPUBoundTasksPerS = round1(float64(cpus) / perTask.Seconds())
+	}
 	if p50 := r.IdealBare.P50MS; p50 > 0 {
 		r.IdealTasksPerS = round1(float64(slots) / (p50 / 1000))
 	}

@@ -135,11 +135,14 @@ func TestBenchEndToEnd(t *testing.T) {
 			Latency      *benchStat `json:"latency"`
 		} `json:"admission_floor"`
 		FanOut *struct {
-			Tasks     int        `json:"tasks"`
-			RefillGap *benchStat `json:"refill_gap"`
-			Attempt   *benchStat `json:"attempt"`
-			Prepare   *benchStat `json:"prepare"`
-			IdealBare *benchStat `json:"ideal_bare_runsc"`
+			Tasks      int        `json:"tasks"`
+			RefillGap  *benchStat `json:"refill_gap"`
+			Attempt    *benchStat `json:"attempt"`
+			Prepare    *benchStat `json:"prepare"`
+			IdealBare  *benchStat `json:"ideal_bare_runsc"`
+			BareCPU    *benchStat `json:"ideal_bare_runsc_cpu"`
+			CPUPerTask float64    `json:"cpu_per_task_ms"`
+			CPUBound   float64    `json:"cpu_bound_tasks_per_s"`
 		} `json:"fan_out"`
 		Build *struct {
 			Rounds          int        `json:"rounds"`
@@ -187,8 +190,9 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 	// Where a fan-out's slot time goes: each attempt's run and preparation.
 	if fo := rep.FanOut; fo == nil || fo.Tasks != 200 || fo.Attempt == nil || fo.Attempt.N < 200 || fo.Attempt.P50MS <= 0 ||
-		fo.Prepare == nil || fo.Prepare.N < 200 || fo.RefillGap == nil || fo.IdealBare == nil || fo.IdealBare.N != 10 {
-		t.Errorf("got fan-out %+v, want 200 attempts' run and preparation times beside the refill gap, and 10 bare runs for the ideal", fo)
+		fo.Prepare == nil || fo.Prepare.N < 200 || fo.RefillGap == nil || fo.IdealBare == nil || fo.IdealBare.N != 10 ||
+		fo.BareCPU == nil || fo.BareCPU.N != 10 || fo.BareCPU.P50MS <= 0 || fo.CPUPerTask <= 0 || fo.CPUBound <= 0 {
+		t.Errorf("got fan-out %+v, want 200 attempts' run and preparation times beside the refill gap, and 10 bare runs with their CPU for the ideal, and the CPU per task", fo)
 	}
 	if b := rep.Build; b == nil || b.Rounds != 2 || b.PushToPublished == nil || b.PushToPublished.N != 2 ||
 		b.BareBud == nil || b.BareBud.N != 2 || b.BareBud.P50MS <= 0 {

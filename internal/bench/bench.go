@@ -28,6 +28,15 @@ const (
 	// benchTargetWarmRatio is issue 31's: the warm p50 at most this
 	// fraction of the bare `runsc run` p50 of the same run.
 	benchTargetWarmRatio = 0.15
+	// benchTargetAdmissionRatio is issue 31's: the service's admissions
+	// per second at least this fraction of the admission floor's.
+	benchTargetAdmissionRatio = 0.5
+	// benchTargetBuildRatio is issue 31's: a push published within 10 %
+	// of a bare `buildah bud` of the same context.
+	benchTargetBuildRatio = 1.1
+	// benchTargetFanOutRatio is issue 31's: fan-out at least this fraction
+	// of the ideal (slots / bare runsc p50).
+	benchTargetFanOutRatio = 0.9
 )
 
 // Config configures a bench run; `skiff bench` fills it from its flags.
@@ -37,6 +46,8 @@ type Config struct {
 	Clients     int           // concurrent clients of the throughput phase
 	Submissions int           // timed submissions; 0 skips the phase
 	FanOutTasks int           // tasks of the fan-out phase's job; 0 skips it
+	Builds      int           // build rounds (push and bare buildah bud); 0 skips them
+	Buildah     string        // buildah for the server's builder and the bare builds
 	Poll        time.Duration // GET interval while a latency job runs
 	Runsc       string        // runsc for the server and the bare and driver runs
 	TmpDir      string        // where the temporary directory goes ("": the system's)
@@ -109,6 +120,13 @@ type Report struct {
 	// comparison is only indicative.
 	TargetJobsPerS float64 `json:"target_jobs_per_s"`
 	ThroughputMet  *bool   `json:"throughput_met,omitempty"`
+	// AdmissionFloor is the same clients and submissions, interleaved with
+	// the throughput phase's, against a handler that only inserts the job's
+	// row (admitfloor.go).
+	AdmissionFloor *admissionFloorResult `json:"admission_floor,omitempty"`
+
+	// Build is the build rounds: pushes beside bare `buildah bud`.
+	Build *buildFloorResult `json:"build,omitempty"`
 }
 
 // ratios are p50s divided by the p50 of their floor in the same run.
@@ -128,7 +146,17 @@ type ratios struct {
 	// RunscExecToFloor is runsc exec / the launcher's round trip.
 	RunscExecToFloor float64 `json:"runsc_exec_to_floor_ratio"`
 	// FanOut is fan-out tasks/s / the ideal (slots / bare runsc).
-	FanOut float64 `json:"fan_out_ratio,omitempty"`
+	FanOut       float64 `json:"fan_out_ratio,omitempty"`
+	TargetFanOut float64 `json:"target_fan_out_ratio"`
+	FanOutMet    *bool   `json:"fan_out_ratio_met,omitempty"`
+	// Admission is the service's jobs/s / the admission floor's requests/s.
+	Admission       float64 `json:"admission_ratio,omitempty"`
+	TargetAdmission float64 `json:"target_admission_ratio"`
+	AdmissionMet    *bool   `json:"admission_ratio_met,omitempty"`
+	// Build is push-to-published / bare buildah bud.
+	Build       float64 `json:"build_ratio,omitempty"`
+	TargetBuild float64 `json:"target_build_ratio"`
+	BuildMet    *bool   `json:"build_ratio_met,omitempty"`
 }
 
 // ratio is a / b to 3 places; 0 when b is 0.
@@ -228,7 +256,7 @@ func Run(ctx context.Context, f Config) (*Report, error) {
 	slots := runtime.NumCPU()
 
 	progress("starting a throwaway server on %s", dataDir)
-	srv, err := startBenchServer(ctx, benchServerParams{Binary: self, DataDir: dataDir, Runsc: f.Runsc,
+	srv, err := startBenchServer(ctx, benchServerParams{Binary: self, DataDir: dataDir, Runsc: f.Runsc, Buildah: f.Buildah,
 		LogPath: filepath.Join(tmp, "server.log"), HostSlots: slots})
 	if err != nil {
 		return nil, err
@@ -272,6 +300,7 @@ func Run(ctx context.Context, f Config) (*Report, error) {
 	rep.BareRunsc, rep.HostDriver = summarize(lat.bare), summarize(lat.driver)
 	rep.WarmFloor, rep.RunscExec = summarize(lat.launch), summarize(lat.runscExec)
 	rep.Ratios = &ratios{ServiceCold: ratio(rep.Service.P50MS, rep.BareRunsc.P50MS), TargetServiceWarm: benchTargetWarmRatio,
+		TargetFanOut: benchTargetFanOutRatio, TargetAdmission: benchTargetAdmissionRatio, TargetBuild: benchTargetBuildRatio,
 		WarmFloor: ratio(rep.WarmFloor.P50MS, rep.BareRunsc.P50MS), RunscExecToFloor: ratio(rep.RunscExec.P50MS, rep.WarmFloor.P50MS)}
 	if rep.ServiceWarm != nil {
 		rep.Ratios.ServiceWarm = ratio(rep.ServiceWarm.P50MS, rep.BareRunsc.P50MS)
@@ -289,19 +318,32 @@ func Run(ctx context.Context, f Config) (*Report, error) {
 	rep.DriverOverheadMS = round1(rep.HostDriver.P50MS - rep.BareRunsc.P50MS)
 	rep.DispatchOverheadMS = round1(rep.Service.P50MS - rep.HostDriver.P50MS)
 	rep.OverheadMet = rep.ServiceOverheadMS < benchTargetOverheadMS
-	sb.close(progress)
 
 	if f.FanOutTasks > 0 {
-		fo, err := fanOut(ctx, client, f.FanOutTasks, slots, rep.BareRunsc.P50MS, progress)
+		fo, err := fanOut(ctx, client, srv.Pid(), runtime.NumCPU(), f.FanOutTasks, slots, sb.bareRunCPU, progress)
 		if err != nil {
 			return nil, err
 		}
 		rep.FanOut = fo
 		rep.Ratios.FanOut = ratio(fo.TasksPerS, fo.IdealTasksPerS)
+		met := rep.Ratios.FanOut >= benchTargetFanOutRatio
+		rep.Ratios.FanOutMet = &met
 		if fo.RefillGap != nil {
 			met := fo.RefillGap.P50MS < benchFanOutTargetGapMS
 			rep.RefillGapMet = &met
 		}
+	}
+	sb.close(progress)
+
+	if f.Builds > 0 {
+		b, err := buildRounds(ctx, client, self, f.Buildah, filepath.Join(tmp, "buildfloor"), f.Builds, progress)
+		if err != nil {
+			return nil, err
+		}
+		rep.Build = b
+		rep.Ratios.Build = ratio(b.PushToPublished.P50MS, b.BareBud.P50MS)
+		met := rep.Ratios.Build <= benchTargetBuildRatio
+		rep.Ratios.BuildMet = &met
 	}
 
 	if f.Submissions == 0 {
@@ -309,20 +351,32 @@ func Run(ctx context.Context, f Config) (*Report, error) {
 	}
 	progress("restarting the server with --no-local-host for the throughput phase")
 	srv.stop(progress)
-	srv, err = startBenchServer(ctx, benchServerParams{Binary: self, DataDir: dataDir, Runsc: f.Runsc,
+	srv, err = startBenchServer(ctx, benchServerParams{Binary: self, DataDir: dataDir, Runsc: f.Runsc, Buildah: f.Buildah,
 		LogPath: filepath.Join(tmp, "server-throughput.log"), NoLocalHost: true})
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop(progress)
 	client = newBenchClient(srv.URL, key, f.Clients)
-	tp, err := throughput(ctx, client, srv.Pid(), &f, progress)
+	floor, err := startAdmissionFloor(ctx, filepath.Join(tmp, "admission-floor", "floor.db"), time.Now)
 	if err != nil {
 		return nil, err
 	}
-	rep.Throughput = tp
+	defer func() {
+		if err := floor.close(); err != nil {
+			progress("admission floor: %v", err)
+		}
+	}()
+	tp, fl, err := throughput(ctx, client, newBenchClient(floor.URL, key, f.Clients), srv.Pid(), &f, progress)
+	if err != nil {
+		return nil, err
+	}
+	rep.Throughput, rep.AdmissionFloor = tp, fl
 	met := tp.JobsPerS >= benchTargetJobsPerS
 	rep.ThroughputMet = &met
+	rep.Ratios.Admission = ratio(tp.JobsPerS, fl.RequestsPerS)
+	admMet := rep.Ratios.Admission >= benchTargetAdmissionRatio
+	rep.Ratios.AdmissionMet = &admMet
 	return rep, nil
 }
 
@@ -380,12 +434,33 @@ func (r *Report) WriteText(w io.Writer) {
 	if fo := r.FanOut; fo != nil {
 		p("")
 		p("Fan-out: one job of %d trivial tasks on the local host's %d slots:", fo.Tasks, fo.Slots)
-		p("  %.1f tasks/s in %.2f s (ideal, slots / p50 bare runsc: %.1f tasks/s; ratio %.3f)", fo.TasksPerS, fo.Seconds, fo.IdealTasksPerS, r.Ratios.FanOut)
+		p("  %.1f tasks/s in %.2f s (ideal, slots / p50 of bare runsc runs just before and after it: %.1f tasks/s; ratio %.3f, target >= %.2f: %s)", fo.TasksPerS, fo.Seconds,
+			fo.IdealTasksPerS, r.Ratios.FanOut, r.Ratios.TargetFanOut, verdict(r.Ratios.FanOutMet != nil && *r.Ratios.FanOutMet))
+		if a, pr := fo.Attempt, fo.Prepare; a != nil && pr != nil {
+			p("  each attempt (started->ended) p50 %.1f ms, p95 %.1f ms, against bare runsc p50 %.1f ms alone; assigned->started p50 %.1f ms",
+				a.P50MS, a.P95MS, fo.IdealBare.P50MS, pr.P50MS)
+		}
+		if c := fo.IdealBareCPU; c != nil {
+			p("  a bare runsc run takes p50 %.1f ms of CPU (runsc and its sandbox) in %.1f ms: %d at once want %.1f of the %d CPUs",
+				c.P50MS, fo.IdealBare.P50MS, fo.Slots, float64(fo.Slots)*c.P50MS/fo.IdealBare.P50MS, r.CPUs)
+		}
+		if fo.CPUPerTaskMS > 0 {
+			p("  CPU per task, the server and its sandboxes: %.1f ms; the %d CPUs allow at most %.1f tasks/s", fo.CPUPerTaskMS, r.CPUs, fo.CPUBoundTasksPerS)
+		}
 		if g := fo.RefillGap; g != nil {
 			p("  refill gap (a freed slot's end to the next start on it): p50 %.1f ms, p95 %.1f ms, max %.1f ms (n=%d)",
 				g.P50MS, g.P95MS, g.MaxMS, g.N)
 			p("Refill gap p50 target < %.0f ms: %s", r.TargetRefillGapMS, verdict(*r.RefillGapMet))
 		}
+	}
+	if b := r.Build; b != nil {
+		p("")
+		p("Builds of the bench project, %d rounds, each with no layer cached:", b.Rounds)
+		row("push", b.PushToPublished)
+		row("buildah bud", b.BareBud)
+		p("  push = start of POST /api/v1/projects/:name/push to the GET that shows it published (polled every %.1f ms);", b.PollMS)
+		p("  buildah bud = the same context built bare by the same buildah, with the builder's storage flags.")
+		p("Push / bare buildah bud %.3f; target <= %.2f: %s", r.Ratios.Build, r.Ratios.TargetBuild, verdict(*r.Ratios.BuildMet))
 	}
 	if t := r.Throughput; t != nil {
 		p("")
@@ -398,5 +473,10 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		p("  CPU per job: server %.0f us, this client %.0f us (%d CPUs shared by both)", t.ServerCPUUSPerJob, t.ClientCPUUSPerJob, r.CPUs)
 		p("Target %.0f jobs/s (on 2 cores with SQLite): %s", r.TargetJobsPerS, verdict(*r.ThroughputMet))
+		if fl := r.AdmissionFloor; fl != nil {
+			p("  admission floor (the same clients against a handler doing one SQLite insert of the job's row with the store's")
+			p("  settings, interleaved): %.0f requests/s, latency p50 %.1f ms, p95 %.1f ms", fl.RequestsPerS, fl.Latency.P50MS, fl.Latency.P95MS)
+			p("Service / admission floor %.3f; target >= %.2f: %s", r.Ratios.Admission, r.Ratios.TargetAdmission, verdict(*r.Ratios.AdmissionMet))
+		}
 	}
 }

@@ -105,10 +105,20 @@ func (c *benchClient) pushProject(ctx context.Context, name, bin string) (string
 	if status, err := c.do(ctx, "POST", "/api/v1/projects", "application/json", body, nil); err != nil && status != http.StatusConflict {
 		return "", err
 	}
-	tgz, err := benchTarball(bin)
+	files, err := benchContext(bin, "")
 	if err != nil {
 		return "", err
 	}
+	tgz, err := benchTarball(files)
+	if err != nil {
+		return "", err
+	}
+	return c.pushTarball(ctx, name, tgz, 100*time.Millisecond)
+}
+
+// pushTarball pushes tgz to the project, polls its push record every poll
+// until it is published and returns the image digest.
+func (c *benchClient) pushTarball(ctx context.Context, name string, tgz []byte, poll time.Duration) (string, error) {
 	var push struct {
 		PushRef   string `json:"push_ref"`
 		StatusURL string `json:"status_url"`
@@ -144,7 +154,7 @@ func (c *benchClient) pushProject(ctx context.Context, name, bin string) (string
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(poll):
 		}
 	}
 }
@@ -178,9 +188,18 @@ func (c *benchClient) initProject(ctx context.Context, name string) error {
 	}
 }
 
-// benchTarball is the project's gzip tarball: Dockerfile, manifest and bin
-// as "skiff". bin must be static: the image has nothing else.
-func benchTarball(bin string) ([]byte, error) {
+// benchFile is one file of the bench project's build context.
+type benchFile struct {
+	name string
+	mode int64
+	data []byte
+}
+
+// benchContext is the bench project's build context: Dockerfile, manifest
+// and bin as "skiff". bin must be static: the image has nothing else. A
+// nonce, when not empty, is copied into the image before everything else,
+// so that no step of the build comes from a layer cache.
+func benchContext(bin, nonce string) ([]benchFile, error) {
 	if err := checkStatic(bin); err != nil {
 		return nil, err
 	}
@@ -188,19 +207,22 @@ func benchTarball(bin string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read this binary for the bench image: %w", err)
 	}
+	dockerfile := benchDockerfile
+	files := []benchFile{{"skiff.project.json", 0o644, []byte(benchManifest)}, {"skiff", 0o755, exe}}
+	if nonce != "" {
+		dockerfile = strings.Replace(dockerfile, "\n", "\nCOPY nonce /app/.nonce\n", 1)
+		files = append(files, benchFile{"nonce", 0o644, []byte(nonce + "\n")})
+	}
+	return append([]benchFile{{"Dockerfile", 0o644, []byte(dockerfile)}}, files...), nil
+}
+
+// benchTarball is files as a gzip tarball, as a push carries it.
+func benchTarball(files []benchFile) ([]byte, error) {
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	tw := tar.NewWriter(zw)
 	now := time.Now()
-	for _, f := range []struct {
-		name string
-		mode int64
-		data []byte
-	}{
-		{"Dockerfile", 0o644, []byte(benchDockerfile)},
-		{"skiff.project.json", 0o644, []byte(benchManifest)},
-		{"skiff", 0o755, exe},
-	} {
+	for _, f := range files {
 		hdr := &tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: now, Typeflag: tar.TypeReg}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return nil, err
@@ -420,37 +442,93 @@ type throughputResult struct {
 	ClientCPUUSPerJob float64 `json:"client_cpu_us_per_job"`
 }
 
+// admissionFloorResult is the admission floor's figures, from the same
+// clients and submissions as the throughput phase.
+type admissionFloorResult struct {
+	Clients      int          `json:"clients"`
+	Submissions  int          `json:"submissions"`
+	Seconds      float64      `json:"seconds"`
+	RequestsPerS float64      `json:"requests_per_s"`
+	Latency      *latencyStat `json:"latency"`
+}
+
+// throughputRounds is how many slices the timed submissions are cut into,
+// each run against the service and against the floor in turn.
+const throughputRounds = 4
+
 // throughput submits f.Submissions jobs from f.Clients concurrent clients
-// after a warm-up. Any failed submission fails the phase: a rate of
-// refusals is not a rate of admissions.
-func throughput(ctx context.Context, c *benchClient, serverPid int, f *Config, progress func(string, ...any)) (*throughputResult, error) {
+// after a warm-up, and as many to the admission floor (floor), in
+// alternating slices (service first, then floor first) so that drift in
+// the machine's load reaches both alike. Any failed submission fails the
+// phase: a rate of refusals is not a rate of admissions.
+func throughput(ctx context.Context, c, floor *benchClient, serverPid int, f *Config, progress func(string, ...any)) (*throughputResult, *admissionFloorResult, error) {
 	warm := min(f.Submissions/10, 200)
-	progress("throughput: %d clients, %d warm-up and %d timed submissions", f.Clients, warm, f.Submissions)
-	if _, _, _, err := submitMany(ctx, c, f.Clients, warm); err != nil {
-		return nil, err
+	progress("throughput: %d clients, %d warm-up and %d timed submissions, as many to the admission floor, interleaved", f.Clients, warm, f.Submissions)
+	for _, cl := range []*benchClient{c, floor} {
+		if _, _, _, err := submitMany(ctx, cl, f.Clients, warm); err != nil {
+			return nil, nil, err
+		}
 	}
-	serverCPU0, err := processCPU(serverPid)
-	if err != nil {
-		return nil, err
+	var (
+		lats, ends, floorLats  []time.Duration
+		elapsed, floorElapsed  time.Duration
+		serverCPU, selfCPUUsed time.Duration
+	)
+	service := func(n int) error {
+		cpu0, err := processCPU(serverPid)
+		if err != nil {
+			return err
+		}
+		self0 := selfCPU()
+		l, e, el, err := submitMany(ctx, c, f.Clients, n)
+		if err != nil {
+			return err
+		}
+		cpu1, err := processCPU(serverPid)
+		if err != nil {
+			return err
+		}
+		selfCPUUsed += selfCPU() - self0
+		serverCPU += cpu1 - cpu0
+		for _, d := range e {
+			ends = append(ends, elapsed+d)
+		}
+		lats, elapsed = append(lats, l...), elapsed+el
+		return nil
 	}
-	selfCPU0 := selfCPU()
-	lats, ends, elapsed, err := submitMany(ctx, c, f.Clients, f.Submissions)
-	if err != nil {
-		return nil, err
+	floorRun := func(n int) error {
+		l, _, el, err := submitMany(ctx, floor, f.Clients, n)
+		if err != nil {
+			return fmt.Errorf("admission floor: %w", err)
+		}
+		floorLats, floorElapsed = append(floorLats, l...), floorElapsed+el
+		return nil
 	}
-	serverCPU1, err := processCPU(serverPid)
-	if err != nil {
-		return nil, err
+	for r := range throughputRounds {
+		n := (r+1)*f.Submissions/throughputRounds - r*f.Submissions/throughputRounds
+		first, second := service, floorRun
+		if r%2 == 1 {
+			first, second = floorRun, service
+		}
+		if err := first(n); err != nil {
+			return nil, nil, err
+		}
+		if err := second(n); err != nil {
+			return nil, nil, err
+		}
 	}
-	selfCPU1 := selfCPU()
 	n := float64(f.Submissions)
 	perJob := func(d time.Duration) float64 { return round1(float64(d) / float64(time.Microsecond) / n) }
-	return &throughputResult{
+	tp := &throughputResult{
 		Clients: f.Clients, Submissions: f.Submissions, Seconds: math.Round(elapsed.Seconds()*1000) / 1000,
 		JobsPerS: round1(n / elapsed.Seconds()), Latency: summarize(lats),
 		QuarterJobsPerS:   quarterRates(ends),
-		ServerCPUUSPerJob: perJob(serverCPU1 - serverCPU0), ClientCPUUSPerJob: perJob(selfCPU1 - selfCPU0),
-	}, nil
+		ServerCPUUSPerJob: perJob(serverCPU), ClientCPUUSPerJob: perJob(selfCPUUsed),
+	}
+	fl := &admissionFloorResult{Clients: f.Clients, Submissions: f.Submissions,
+		Seconds:      math.Round(floorElapsed.Seconds()*1000) / 1000,
+		RequestsPerS: round1(n / floorElapsed.Seconds()), Latency: summarize(floorLats)}
+	return tp, fl, nil
 }
 
 // quarterRates splits the answer times (since the start) into four equal
@@ -522,7 +600,13 @@ func submitMany(ctx context.Context, c *benchClient, clients, n int) (lats, ends
 // processCPU is the user plus system CPU time of process pid so far, from
 // /proc/<pid>/stat (fields 14 and 15, in USER_HZ ticks, which Linux fixes
 // at 100 for user space).
-func processCPU(pid int) (time.Duration, error) {
+func processCPU(pid int) (time.Duration, error) { return procStatCPU(pid, false) }
+
+// processTreeCPU is processCPU with the children pid has waited for
+// (fields 16 and 17): a server's with its local host's sandboxes.
+func processTreeCPU(pid int) (time.Duration, error) { return procStatCPU(pid, true) }
+
+func procStatCPU(pid int, children bool) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -533,18 +617,24 @@ func processCPU(pid int) (time.Duration, error) {
 		return 0, errors.New("malformed /proc stat")
 	}
 	fields := strings.Fields(string(b[i+1:]))
-	// fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(fields) < 13 {
+	// fields[0] is field 3 (state); utime and stime are fields 14 and 15,
+	// cutime and cstime 16 and 17.
+	if len(fields) < 15 {
 		return 0, errors.New("short /proc stat")
 	}
-	var utime, stime int64
-	if _, err := fmt.Sscan(fields[11], &utime); err != nil {
-		return 0, err
+	last := 12
+	if children {
+		last = 14
 	}
-	if _, err := fmt.Sscan(fields[12], &stime); err != nil {
-		return 0, err
+	var ticks int64
+	for _, f := range fields[11 : last+1] {
+		var v int64
+		if _, err := fmt.Sscan(f, &v); err != nil {
+			return 0, err
+		}
+		ticks += v
 	}
-	return time.Duration(utime+stime) * (time.Second / 100), nil
+	return time.Duration(ticks) * (time.Second / 100), nil
 }
 
 // selfCPU is this process's user plus system CPU time so far.

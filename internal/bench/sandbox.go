@@ -203,8 +203,15 @@ func (sb *benchSandbox) floorRun(ctx context.Context, i int) (launch, execd time
 // bareRun times one `runsc run` of the bare bundle, from the start of runsc
 // to its exit, and checks the runner's result.
 func (sb *benchSandbox) bareRun(ctx context.Context, i int) (time.Duration, error) {
+	d, _, err := sb.bareRunCPU(ctx, i)
+	return d, err
+}
+
+// bareRunCPU is bareRun with the CPU time (user and system) of runsc and
+// the sandbox processes it waited for: what one start costs the machine.
+func (sb *benchSandbox) bareRunCPU(ctx context.Context, i int) (wall, cpu time.Duration, err error) {
 	if err := os.Remove(sb.bareResult); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, err
+		return 0, 0, err
 	}
 	id := fmt.Sprintf("bench-bare-%d", i)
 	cmd := exec.CommandContext(ctx, sb.runsc, "--root", sb.stateDir, "--platform", gvisor.DefaultPlatform,
@@ -215,15 +222,15 @@ func (sb *benchSandbox) bareRun(ctx context.Context, i int) (time.Duration, erro
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	elapsed := time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("bare runsc run: %w: %s", err, strings.TrimSpace(out.String()))
+		return 0, 0, fmt.Errorf("bare runsc run: %w: %s", err, strings.TrimSpace(out.String()))
 	}
 	if err := checkBenchResult(os.ReadFile(sb.bareResult)); err != nil {
-		return 0, fmt.Errorf("bare runsc run: %w", err)
+		return 0, 0, fmt.Errorf("bare runsc run: %w", err)
 	}
-	return elapsed, nil
+	return elapsed, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
 }
 
 // driverRun times one run through the gVisor driver with the spec the host

@@ -23,6 +23,7 @@ type benchServerParams struct {
 	Binary      string // the skiff binary
 	DataDir     string // absolute
 	Runsc       string
+	Buildah     string // "": the server's default
 	LogPath     string // the server's JSON log is copied here
 	NoLocalHost bool
 	HostSlots   int // the local host's slots; 0: the server's default
@@ -49,6 +50,9 @@ func startBenchServer(ctx context.Context, p benchServerParams) (*benchServer, e
 	args := []string{"server", "--listen", "127.0.0.1:0", "--data-dir", p.DataDir, "--runsc", p.Runsc, "--log-level", "info"}
 	if p.NoLocalHost {
 		args = append(args, "--no-local-host")
+	}
+	if p.Buildah != "" {
+		args = append(args, "--buildah", p.Buildah)
 	}
 	if p.HostSlots > 0 {
 		args = append(args, "--host-slots", strconv.Itoa(p.HostSlots))

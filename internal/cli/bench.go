@@ -23,6 +23,8 @@ type benchFlags struct {
 	clients     int
 	submissions int
 	fanOutTasks int
+	builds      int
+	buildah     string
 	poll        time.Duration
 	runsc       string
 	tmpDir      string
@@ -61,15 +63,28 @@ with this binary as its runner ('skiff bench runner': reads the payload, writes
     (the *_ratio keys of --json); target: service warm <= 0.15 of bare runsc.
  2. Fan-out: one job of --fanout-tasks trivial tasks (fan_out.items) on the
     local host, which has one slot per CPU. Reports tasks/s from the job's
-    submitted_at to its completed_at next to the ideal (slots / p50 of the
-    bare runsc run), and the refill gap: for every slot freed while tasks were
+    submitted_at to its completed_at next to the ideal (slots / p50 of bare
+    runsc runs, five just before the job and five just after), each
+    attempt's run and preparation, and the refill gap: for every slot freed while tasks were
     queued, the time from that attempt's end to the next attempt's start, by
-    the service's own timestamps; target p50 < 20 ms.
- 3. Throughput: the server restarts on the same data dir with --no-local-host,
+    the service's own timestamps; target p50 < 20 ms. Target: fan-out at
+    least 0.9 of the ideal (fan_out_ratio).
+ 3. Builds, in --builds rounds: a push of the bench project (with a nonce
+    copied in first, so that nothing comes from a layer cache), timed from
+    the POST to the GET that shows it published, and a bare 'buildah bud' of
+    the same context with the same buildah and the builder's storage flags
+    on a storage of its own, in alternating order. Target: push at most 1.1
+    of bare buildah bud (build_ratio).
+ 4. Throughput: the server restarts on the same data dir with --no-local-host,
     so that jobs are admitted but never run, and --clients concurrent HTTP
     clients POST --submissions single-job submissions (after a warm-up of a
     tenth, at most 200). Reports jobs/s and submit latency, and the CPU time
     per job of the server and of this client; target 2,000/s on 2 cores.
+    Interleaved with it in four slices, the same clients send as many
+    submissions to the admission floor: a handler in this process that does
+    one SQLite insert of a job-sized row per request, with the store's own
+    SQLite settings. Target: service at least 0.5 of the floor's requests/s
+    (admission_ratio).
 
 Everything it started is stopped, and its temporary directory removed, when
 it ends or on SIGINT/SIGTERM. Needs root, runsc and buildah (as the server's
@@ -87,6 +102,8 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&f.warmup, "warmup", 3, "untimed latency rounds before the timed ones (env SKIFF_WARMUP)")
 	fs.IntVar(&f.clients, "clients", 32, "concurrent HTTP clients of the throughput phase (env SKIFF_CLIENTS)")
 	fs.IntVar(&f.fanOutTasks, "fanout-tasks", 200, "tasks of the fan-out phase's one job; 0 skips it (env SKIFF_FANOUT_TASKS)")
+	fs.IntVar(&f.builds, "builds", 3, "rounds of the build phase: a push of the bench project and a bare buildah bud of it each; 0 skips it (env SKIFF_BUILDS)")
+	fs.StringVar(&f.buildah, "buildah", build.DefaultBuildahPath, "buildah for the server's builder and the bare builds (env SKIFF_BUILDAH)")
 	fs.IntVar(&f.submissions, "submissions", 4000, "timed submissions of the throughput phase; 0 skips it (env SKIFF_SUBMISSIONS)")
 	fs.DurationVar(&f.poll, "poll", 20*time.Millisecond, "interval of GET /api/v1/jobs/{id} while a latency job runs; shorter polls load the server and slow the sandbox start on small machines (env SKIFF_POLL)")
 	fs.StringVar(&f.runsc, "runsc", build.DefaultRunscPath, "runsc for the server, the bare runs and the driver runs (env SKIFF_RUNSC)")
@@ -102,9 +119,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if f.jobs < 1 || f.warmup < 0 || f.clients < 1 || f.submissions < 0 || f.fanOutTasks < 0 || f.poll <= 0 {
+	if f.jobs < 1 || f.warmup < 0 || f.clients < 1 || f.submissions < 0 || f.fanOutTasks < 0 || f.builds < 0 || f.poll <= 0 {
 		fs.Usage()
-		return errors.New("--jobs and --clients must be at least 1, --warmup, --fanout-tasks and --submissions at least 0, --poll positive")
+		return errors.New("--jobs and --clients must be at least 1, --warmup, --fanout-tasks, --builds and --submissions at least 0, --poll positive")
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -112,7 +129,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return runGPUBench(ctx, e, f.runsc, f.gpuFlags, f.json)
 	}
 	rep, err := bench.Run(ctx, bench.Config{Jobs: f.jobs, Warmup: f.warmup, Clients: f.clients,
-		Submissions: f.submissions, FanOutTasks: f.fanOutTasks, Poll: f.poll, Runsc: f.runsc, TmpDir: f.tmpDir,
+		Submissions: f.submissions, FanOutTasks: f.fanOutTasks, Builds: f.builds, Buildah: f.buildah, Poll: f.poll, Runsc: f.runsc, TmpDir: f.tmpDir,
 		Keep: f.keep, Version: Version, Progress: e.stderr,
 		CgroupParent: func(dataDir string) string { return "skiff-" + server.CgroupSuffix(dataDir) }})
 	if err != nil {

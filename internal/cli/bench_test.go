@@ -11,12 +11,12 @@ func TestBenchHelp(t *testing.T) {
 	if code != 0 || stdout != "" {
 		t.Fatalf("bench --help: got exit %d, stdout %q; want 0 and help on stderr only", code, stdout)
 	}
-	for _, f := range []string{"jobs", "warmup", "clients", "submissions", "fanout-tasks", "poll", "runsc", "tmp-dir", "keep", "json"} {
+	for _, f := range []string{"jobs", "warmup", "clients", "submissions", "fanout-tasks", "builds", "buildah", "poll", "runsc", "tmp-dir", "keep", "json"} {
 		if !explains(stderr, f) {
 			t.Errorf("bench help does not explain -%s with its environment twin:\n%s", f, stderr)
 		}
 	}
-	for _, w := range []string{"bare runsc", "host driver", "--no-local-host", "50 ms", "2,000/s", "bench runner"} {
+	for _, w := range []string{"bare runsc", "host driver", "--no-local-host", "50 ms", "2,000/s", "bench runner", "admission floor", "buildah bud", "admission_ratio", "build_ratio", "fan_out_ratio"} {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("bench help does not mention %q:\n%s", w, stderr)
 		}
@@ -32,6 +32,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{"bench", "--jobs", "0"},
 		{"bench", "--clients", "0"},
 		{"bench", "--poll", "0s"},
+		{"bench", "--builds", "-1"},
 		{"bench", "extra"},
 	} {
 		if code, stdout, _ := runMain(args...); code == 0 || stdout != "" {

@@ -83,7 +83,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 
 	tmp := t.TempDir()
-	cmd := exec.Command(bin, "bench", "--jobs", "3", "--warmup", "1", "--submissions", "50", "--clients", "4",
+	cmd := exec.Command(bin, "bench", "--jobs", "3", "--warmup", "1", "--submissions", "50", "--clients", "4", "--builds", "2",
 		"--runsc", runsc, "--tmp-dir", tmp, "--json")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -127,7 +127,28 @@ func TestBenchEndToEnd(t *testing.T) {
 			Quarters    []float64  `json:"quarter_jobs_per_s"`
 			Latency     *benchStat `json:"latency"`
 		} `json:"throughput"`
-		ThroughputMet *bool `json:"throughput_met"`
+		ThroughputMet  *bool `json:"throughput_met"`
+		AdmissionFloor *struct {
+			Clients      int        `json:"clients"`
+			Submissions  int        `json:"submissions"`
+			RequestsPerS float64    `json:"requests_per_s"`
+			Latency      *benchStat `json:"latency"`
+		} `json:"admission_floor"`
+		FanOut *struct {
+			Tasks      int        `json:"tasks"`
+			RefillGap  *benchStat `json:"refill_gap"`
+			Attempt    *benchStat `json:"attempt"`
+			Prepare    *benchStat `json:"prepare"`
+			IdealBare  *benchStat `json:"ideal_bare_runsc"`
+			BareCPU    *benchStat `json:"ideal_bare_runsc_cpu"`
+			CPUPerTask float64    `json:"cpu_per_task_ms"`
+			CPUBound   float64    `json:"cpu_bound_tasks_per_s"`
+		} `json:"fan_out"`
+		Build *struct {
+			Rounds          int        `json:"rounds"`
+			PushToPublished *benchStat `json:"push_to_published"`
+			BareBud         *benchStat `json:"bare_buildah_bud"`
+		} `json:"build"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout.String())
@@ -144,7 +165,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 	// Each figure beside its floor, as ratios of p50s in the same run.
 	for _, k := range []string{"service_cold_ratio", "service_warm_ratio", "service_warm_to_floor_ratio", "warm_floor_ratio",
-		"runsc_exec_to_floor_ratio", "fan_out_ratio"} {
+		"runsc_exec_to_floor_ratio", "fan_out_ratio", "admission_ratio", "build_ratio"} {
 		if v, ok := rep.Ratios[k].(float64); !ok || v <= 0 {
 			t.Errorf("ratios.%s: got %v, want a positive ratio (ratios %v)", k, rep.Ratios[k], rep.Ratios)
 		}
@@ -152,8 +173,30 @@ func TestBenchEndToEnd(t *testing.T) {
 	if rep.Ratios["target_service_warm_ratio"] != 0.15 {
 		t.Errorf("ratios.target_service_warm_ratio: got %v, want 0.15", rep.Ratios["target_service_warm_ratio"])
 	}
-	if _, ok := rep.Ratios["service_warm_ratio_met"].(bool); !ok {
-		t.Errorf("ratios.service_warm_ratio_met: got %v, want a verdict", rep.Ratios["service_warm_ratio_met"])
+	for k, want := range map[string]float64{"target_admission_ratio": 0.5, "target_build_ratio": 1.1, "target_fan_out_ratio": 0.9} {
+		if rep.Ratios[k] != want {
+			t.Errorf("ratios.%s: got %v, want %v", k, rep.Ratios[k], want)
+		}
+	}
+	for _, k := range []string{"service_warm_ratio_met", "admission_ratio_met", "build_ratio_met", "fan_out_ratio_met"} {
+		if _, ok := rep.Ratios[k].(bool); !ok {
+			t.Errorf("ratios.%s: got %v, want a verdict", k, rep.Ratios[k])
+		}
+	}
+	// The floors of an admission and of a build, beside the service's.
+	if fl := rep.AdmissionFloor; fl == nil || fl.Clients != 4 || fl.Submissions != 50 || fl.RequestsPerS <= 0 ||
+		fl.Latency == nil || fl.Latency.N != 50 {
+		t.Errorf("got admission floor %+v, want 50 requests from 4 clients with a rate and latencies", fl)
+	}
+	// Where a fan-out's slot time goes: each attempt's run and preparation.
+	if fo := rep.FanOut; fo == nil || fo.Tasks != 200 || fo.Attempt == nil || fo.Attempt.N < 200 || fo.Attempt.P50MS <= 0 ||
+		fo.Prepare == nil || fo.Prepare.N < 200 || fo.RefillGap == nil || fo.IdealBare == nil || fo.IdealBare.N != 10 ||
+		fo.BareCPU == nil || fo.BareCPU.N != 10 || fo.BareCPU.P50MS <= 0 || fo.CPUPerTask <= 0 || fo.CPUBound <= 0 {
+		t.Errorf("got fan-out %+v, want 200 attempts' run and preparation times beside the refill gap, and 10 bare runs with their CPU for the ideal, and the CPU per task", fo)
+	}
+	if b := rep.Build; b == nil || b.Rounds != 2 || b.PushToPublished == nil || b.PushToPublished.N != 2 ||
+		b.BareBud == nil || b.BareBud.N != 2 || b.BareBud.P50MS <= 0 {
+		t.Errorf("got build %+v, want 2 pushes and 2 bare builds", b)
 	}
 	if rep.Stages == nil || rep.Stages.RunMS <= 0 {
 		t.Errorf("got service stages %+v, want the run stage", rep.Stages)

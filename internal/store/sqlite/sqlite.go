@@ -30,32 +30,11 @@ var overrides embed.FS
 // own pool and run concurrently under WAL. Every connection of both pools
 // keeps the statements it has prepared (see cachingConn).
 func Open(ctx context.Context, path string) (*sqldb.DB, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("sqlite: create dir: %w", err)
-	}
-	dsn := func(txlock string, pragmas ...string) string {
-		v := url.Values{}
-		v.Add("_pragma", "journal_mode(WAL)")
-		v.Add("_pragma", "busy_timeout(10000)")
-		v.Add("_pragma", "foreign_keys(1)")
-		v.Add("_pragma", "synchronous(NORMAL)")
-		for _, p := range pragmas {
-			v.Add("_pragma", p)
-		}
-		if txlock != "" {
-			v.Add("_txlock", txlock)
-		}
-		return "file:" + path + "?" + v.Encode()
-	}
-	// The writer leaves checkpoints to the background checkpointer
-	// (checkpoint.go) and runs one itself only as a backstop, when the WAL
-	// has grown well past SQLite's default of 1,000 pages.
-	w, err := openDB(dsn("immediate", fmt.Sprintf("wal_autocheckpoint(%d)", backstopCheckpointPages)))
+	w, err := OpenWriter(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open: %w", err)
+		return nil, err
 	}
-	w.SetMaxOpenConns(1)
-	r, err := openDB(dsn(""))
+	r, err := openDB(dsn(path, ""))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)
@@ -65,11 +44,6 @@ func Open(ctx context.Context, path string) (*sqldb.DB, error) {
 	// statements it has prepared.
 	r.SetMaxOpenConns(max(4, runtime.NumCPU()))
 	r.SetMaxIdleConns(max(4, runtime.NumCPU()))
-	if err := w.PingContext(ctx); err != nil {
-		w.Close()
-		r.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
-	}
 	stop := startCheckpointer(r)
 	db, err := sqldb.Open(sqldb.Engine{
 		Name:              "sqlite",
@@ -84,6 +58,46 @@ func Open(ctx context.Context, path string) (*sqldb.DB, error) {
 		stop()
 	}
 	return db, err
+}
+
+// OpenWriter opens the write pool of the store at path as Open does: every
+// pragma, BEGIN IMMEDIATE, one connection, cached statements. Open builds
+// on it; `skiff bench` opens its admission floor's database with it, so
+// that the floor runs with the store's settings and no copy of them.
+func OpenWriter(ctx context.Context, path string) (*sql.DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: create dir: %w", err)
+	}
+	// The writer leaves checkpoints to the background checkpointer
+	// (checkpoint.go) and runs one itself only as a backstop, when the WAL
+	// has grown well past SQLite's default of 1,000 pages.
+	w, err := openDB(dsn(path, "immediate", fmt.Sprintf("wal_autocheckpoint(%d)", backstopCheckpointPages)))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	return w, nil
+}
+
+// dsn is the driver's name for the database at path with the store's
+// pragmas, then pragmas, and txlock ("": the driver's default, deferred).
+func dsn(path, txlock string, pragmas ...string) string {
+	v := url.Values{}
+	v.Add("_pragma", "journal_mode(WAL)")
+	v.Add("_pragma", "busy_timeout(10000)")
+	v.Add("_pragma", "foreign_keys(1)")
+	v.Add("_pragma", "synchronous(NORMAL)")
+	for _, p := range pragmas {
+		v.Add("_pragma", p)
+	}
+	if txlock != "" {
+		v.Add("_txlock", txlock)
+	}
+	return "file:" + path + "?" + v.Encode()
 }
 
 // openDB opens dsn with the driver registered as "sqlite" (as sql.Open

@@ -53,16 +53,7 @@ func (q *queries) HoldReserve(ctx context.Context, p *store.HoldCreateParams) (*
 }
 
 func (q *queries) JobBillingSet(ctx context.Context, jobID string, billing []byte) error {
-	res, err := q.write.ExecContext(ctx, q.sql("JobBillingSet"), jobID, jsonText(billing, "{}"))
-	if err != nil {
-		return q.mapErr(err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		return store.ErrNotFound
-	}
-	return nil
+	return q.execOne(ctx, "JobBillingSet", jobID, jsonText(billing, "{}"))
 }
 
 func (q *queries) HoldGetByJob(ctx context.Context, jobID string) (*store.Hold, error) {

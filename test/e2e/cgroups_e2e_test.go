@@ -23,11 +23,7 @@ import (
 // (which finds the dead one's directories and removes them), and none
 // after that one restarts on its own data dir and stops.
 func TestServerLeavesNoCgroups(t *testing.T) {
-	buildtest.RequireTools(t)
-	runner, err := os.ReadFile(sandboxtest.BuildRunner(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := realRunner(t)
 	dir := buildtest.DataDir(t)
 	args := []string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--host-slots", "1"}
 	if n := cgroupDirs(t, dir); n != 0 {

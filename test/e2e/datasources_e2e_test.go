@@ -27,11 +27,7 @@ import (
 // failing with that reason after the free requeues. The hub token is sent
 // and never logged.
 func TestDataSourcesEndToEnd(t *testing.T) {
-	buildtest.RequireTools(t)
-	runner, err := os.ReadFile(sandboxtest.BuildRunner(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := realRunner(t)
 	hub := datasrctest.Start(t)
 	hub.Token = "hf_e2e_secret_token"
 	weights := []byte(strings.Repeat("weights!", 1000))

@@ -21,11 +21,7 @@ func TestHostsDispatchFigures(t *testing.T) {
 	if os.Getenv("SKIFF_BENCH_HOSTS") == "" {
 		t.Skip("a measurement, not a test: set SKIFF_BENCH_HOSTS=1")
 	}
-	buildtest.RequireTools(t)
-	runner, err := os.ReadFile(sandboxtest.BuildRunner(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := realRunner(t)
 	dir := buildtest.DataDir(t)
 	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--no-local-host")
 	admin := func(args ...string) string { return runAdmin(t, []string{"--data-dir", dir}, args...) }

@@ -68,11 +68,7 @@ func pushRunner(t *testing.T, c *apitest.Client, name string, runner []byte) {
 // attempt on the other, unbilled; a restarted host needs no code and comes
 // back as the same host; a removed host's credential stops working.
 func TestHostsEndToEnd(t *testing.T) {
-	buildtest.RequireTools(t)
-	runner, err := os.ReadFile(sandboxtest.BuildRunner(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := realRunner(t)
 	dir := buildtest.DataDir(t)
 	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--no-local-host")
 	admin := func(args ...string) string { return runAdmin(t, []string{"--data-dir", dir}, args...) }

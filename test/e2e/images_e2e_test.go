@@ -27,11 +27,7 @@ import (
 // never deleted under it, however many sweeps pass; once that job is over
 // its image goes too.
 func TestImagesStayBounded(t *testing.T) {
-	buildtest.RequireTools(t)
-	runner, err := os.ReadFile(sandboxtest.BuildRunner(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := realRunner(t)
 	dir := buildtest.DataDir(t)
 	const hostLimit = 12 << 20 // its local host's image cache: three images
 	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--host-slots", "2", "--host-warm", "0",
@@ -201,11 +197,7 @@ func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
 // the first runs on: its image cache stays under the limit, least recently
 // used images go, and the running task's image stays.
 func TestHostImageCacheStaysBounded(t *testing.T) {
-	buildtest.RequireTools(t)
-	runner, err := os.ReadFile(sandboxtest.BuildRunner(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := realRunner(t)
 	dir := buildtest.DataDir(t)
 	srv := startServer(t, nil, "--data-dir", dir, "--listen", "127.0.0.1:0", "--no-local-host")
 	admin := func(args ...string) string { return runAdmin(t, []string{"--data-dir", dir}, args...) }

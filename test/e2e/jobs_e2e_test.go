@@ -6,7 +6,6 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,11 +21,7 @@ import (
 // kill -9 the server while a task runs. The restarted server records the
 // attempt as lost, requeues it free and runs the job to the end.
 func TestJobsEndToEndSurviveKill9(t *testing.T) {
-	buildtest.RequireTools(t)
-	runner, err := os.ReadFile(sandboxtest.BuildRunner(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := realRunner(t)
 	dir := buildtest.DataDir(t)
 	args := []string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--host-slots", "2"}
 	srv := startServer(t, nil, args...)

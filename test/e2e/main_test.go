@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiffhq/skiff/internal/build/buildtest"
 	"github.com/skiffhq/skiff/internal/cli"
 	"github.com/skiffhq/skiff/internal/httpapi/apitest"
+	"github.com/skiffhq/skiff/internal/sandbox/sandboxtest"
 	"github.com/skiffhq/skiff/internal/testproc"
 )
 
@@ -173,4 +175,17 @@ func runAdmin(t *testing.T, storeArgs []string, args ...string) string {
 		t.Fatalf("admin %v: exit %d, stderr %q", args, r.code, r.stderr)
 	}
 	return strings.TrimSpace(r.stdout)
+}
+
+// realRunner skips the test where buildah or runsc is missing (failing it
+// under SKIFF_TEST_REQUIRE_ALL) and returns the test runner's static
+// binary, for projects the real builder packs.
+func realRunner(t *testing.T) []byte {
+	t.Helper()
+	buildtest.RequireTools(t)
+	runner, err := os.ReadFile(sandboxtest.BuildRunner(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runner
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -26,11 +25,7 @@ import (
 // the same data and address: the client reconnects by itself with
 // Last-Event-ID and gets every frame once, in order, up to done.
 func TestStreamSurvivesKill9(t *testing.T) {
-	buildtest.RequireTools(t)
-	runner, err := os.ReadFile(sandboxtest.BuildRunner(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := realRunner(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -105,6 +105,11 @@ func decodeSubmission(w http.ResponseWriter, r *http.Request, maxBytes int64) (m
 // body answers the job the first request created (201, Idempotent-Replayed:
 // true) and another body with the same key a 409.
 func (s *Server) jobSubmit(w http.ResponseWriter, r *http.Request) error {
+	release, err := s.largeBodies.reserve(w, r, submit.MaxSubmitBodyBytes)
+	if err != nil {
+		return err
+	}
+	defer release()
 	raw, key, err := decodeSubmission(w, r, submit.MaxSubmitBodyBytes)
 	if err != nil {
 		return err
@@ -137,6 +142,11 @@ func (s *Server) jobSubmit(w http.ResponseWriter, r *http.Request) error {
 // tried again), and another body with the same key is a 409 that admits
 // nothing (job.Service.CheckBatchKey).
 func (s *Server) jobBatch(w http.ResponseWriter, r *http.Request) error {
+	release, err := s.largeBodies.reserve(w, r, submit.MaxBatchBodyBytes)
+	if err != nil {
+		return err
+	}
+	defer release()
 	raw, key, err := decodeSubmission(w, r, submit.MaxBatchBodyBytes)
 	if err != nil {
 		return err

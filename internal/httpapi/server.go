@@ -98,6 +98,8 @@ type Server struct {
 	// externalFetches are the external-artifact downloads each account
 	// has in flight: each spools up to the upload cap on the data disk.
 	externalFetches accountSlots
+	// largeBodies bounds the large submission bodies held at once.
+	largeBodies bodyBudget
 	// streamer runs the streams (package event); this package writes
 	// their frames as server-sent events.
 	streamer *event.Streams
